@@ -1,0 +1,44 @@
+# The verbs a newcomer types. Everything else is the workflow's job.
+PYTHON ?= python3
+VENV ?= .venv
+CAMPAIGN ?= config/campaigns/quick.yaml
+PYTEST_ARGS ?=
+
+BIN := $(VENV)/bin
+READY := $(VENV)/.ready
+
+.PHONY: campaign test lab dry-run lock clean help
+
+help:
+	@echo "make campaign [CAMPAIGN=config/campaigns/<name>.yaml]  run a campaign, write its dataset"
+	@echo "make test                                             run the test suite"
+	@echo "make lab                                              JupyterLab on notebooks/"
+	@echo "make dry-run [CAMPAIGN=...]                           show what a campaign would (re)run"
+
+# The analysis environment: Snakemake, xarray, Jupyter..., and commbench itself (editable).
+$(READY): envs/analysis.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --disable-pip-version-check -q -r envs/analysis.txt
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps -e .
+	touch $@
+
+campaign: $(READY)
+	$(BIN)/snakemake --configfile $(CAMPAIGN)
+	$(BIN)/commbench summary $(CAMPAIGN)
+
+dry-run: $(READY)
+	$(BIN)/snakemake --configfile $(CAMPAIGN) --dry-run
+
+test: $(READY)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lab: $(READY)
+	$(BIN)/jupyter lab notebooks
+
+# Re-pin the analysis environment from what is installed in $(VENV).
+lock: $(READY)
+	{ sed -n '/^#/p' envs/analysis.txt; $(BIN)/pip freeze --exclude-editable | grep -v '^commbench'; } > envs/analysis.txt.new
+	mv envs/analysis.txt.new envs/analysis.txt
+
+clean:
+	rm -rf $(VENV) build .snakemake

@@ -1,0 +1,391 @@
+/* commbench-kernels: the one entry point of every kernel.
+ *
+ *   mpiexec -n 2 commbench-kernels pingpong.send -m 1:4194304 -o run.jsonl
+ *
+ * Rank 0 times each sample (a batch of iterations between a barrier and the
+ * end of the batch), decides when a size has enough samples and writes the
+ * JSON Lines records: one "run", one "point" per size, one "end". */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+#define MAX_ITERATIONS_PER_SAMPLE 100000000L
+#define NAME_LEN 256
+
+struct cb_options {
+    const char *kernel;
+    const char *output;
+    const char *schedule;
+    const char *size_list;
+    size_t min_size, max_size;
+    long warmup;
+    long fixed_iterations;    /* 0: calibrate per size */
+    double rse_target;
+    int min_samples, max_samples;
+    double max_point_time_s;
+    double min_sample_time_s; /* a sample lasts at least this long (and 100 timer ticks) */
+    enum cb_timer timer;
+};
+
+static void usage(FILE *out)
+{
+    fputs("usage: commbench-kernels KERNEL [options]\n"
+          "       commbench-kernels --list\n"
+          "  -m MIN:MAX            message sizes in bytes (default 1:4194304)\n"
+          "  --schedule NAME       powers | list (default powers)\n"
+          "  --sizes A,B,...       explicit sizes, implies --schedule list\n"
+          "  -x N                  warm-up iterations per size (default 10)\n"
+          "  -i N                  fixed iterations per sample (default: calibrated)\n"
+          "  --rse X               target relative standard error of the mean (default 0.01)\n"
+          "  --min-samples N       (default 10)\n"
+          "  --max-samples N       (default 500)\n"
+          "  --max-point-time S    seconds spent on one size at most (default 5)\n"
+          "  --min-sample-time S   seconds one sample lasts at least (default 1e-4)\n"
+          "  --timer NAME          mpi_wtime | clock_monotonic (default mpi_wtime)\n"
+          "  -o PATH               JSON Lines output (default stdout)\n",
+          out);
+}
+
+static int parse_size(const char *text, size_t *value)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text) return -1;
+    *value = (size_t)v;
+    return (int)(end - text);
+}
+
+/* Returns 0 on success; on error, a message for rank 0 to print. */
+static const char *parse_options(int argc, char **argv, struct cb_options *o, int *list_only)
+{
+    *o = (struct cb_options){
+        .schedule = "powers", .min_size = 1, .max_size = 4194304, .warmup = 10,
+        .rse_target = 0.01, .min_samples = 10, .max_samples = 500,
+        .max_point_time_s = 5.0, .min_sample_time_s = 1e-4, .timer = CB_TIMER_MPI_WTIME,
+    };
+    enum { OPT_SCHEDULE = 256, OPT_SIZES, OPT_RSE, OPT_MIN_SAMPLES, OPT_MAX_SAMPLES,
+           OPT_MAX_POINT_TIME, OPT_MIN_SAMPLE_TIME, OPT_TIMER, OPT_LIST };
+    static const struct option longopts[] = {
+        {"schedule", required_argument, 0, OPT_SCHEDULE},
+        {"sizes", required_argument, 0, OPT_SIZES},
+        {"rse", required_argument, 0, OPT_RSE},
+        {"min-samples", required_argument, 0, OPT_MIN_SAMPLES},
+        {"max-samples", required_argument, 0, OPT_MAX_SAMPLES},
+        {"max-point-time", required_argument, 0, OPT_MAX_POINT_TIME},
+        {"min-sample-time", required_argument, 0, OPT_MIN_SAMPLE_TIME},
+        {"timer", required_argument, 0, OPT_TIMER},
+        {"list", no_argument, 0, OPT_LIST},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    int c;
+    *list_only = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "m:x:i:o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm': {
+            int n = parse_size(optarg, &o->min_size);
+            if (n < 0 || optarg[n] != ':' || parse_size(optarg + n + 1, &o->max_size) < 0
+                || o->min_size > o->max_size)
+                return "-m expects MIN:MAX in bytes with MIN <= MAX";
+            break;
+        }
+        case 'x': o->warmup = atol(optarg); break;
+        case 'i': o->fixed_iterations = atol(optarg); break;
+        case 'o': o->output = optarg; break;
+        case OPT_SCHEDULE: o->schedule = optarg; break;
+        case OPT_SIZES: o->size_list = optarg; o->schedule = "list"; break;
+        case OPT_RSE: o->rse_target = atof(optarg); break;
+        case OPT_MIN_SAMPLES: o->min_samples = atoi(optarg); break;
+        case OPT_MAX_SAMPLES: o->max_samples = atoi(optarg); break;
+        case OPT_MAX_POINT_TIME: o->max_point_time_s = atof(optarg); break;
+        case OPT_MIN_SAMPLE_TIME: o->min_sample_time_s = atof(optarg); break;
+        case OPT_TIMER:
+            if (strcmp(optarg, "mpi_wtime") == 0) o->timer = CB_TIMER_MPI_WTIME;
+            else if (strcmp(optarg, "clock_monotonic") == 0) o->timer = CB_TIMER_CLOCK_MONOTONIC;
+            else return "--timer expects mpi_wtime or clock_monotonic";
+            break;
+        case OPT_LIST: *list_only = 1; return NULL;
+        case 'h': usage(stdout); *list_only = -1; return NULL;
+        default: return "unknown option (see --help)";
+        }
+    }
+    if (optind != argc - 1) return "expected exactly one KERNEL name (see --list)";
+    o->kernel = argv[optind];
+    if (o->warmup < 0 || o->fixed_iterations < 0) return "-x and -i must be >= 0";
+    if (o->min_samples < 2 || o->max_samples < o->min_samples)
+        return "--min-samples must be >= 2 and <= --max-samples";
+    if (!(o->rse_target > 0) || !(o->max_point_time_s > 0) || !(o->min_sample_time_s >= 0))
+        return "--rse and --max-point-time must be > 0, --min-sample-time >= 0";
+    if (strcmp(o->schedule, "list") == 0 && !o->size_list)
+        return "--schedule list needs --sizes";
+    return NULL;
+}
+
+/* Smallest nonzero step the timer shows. */
+static double measure_resolution(enum cb_timer timer)
+{
+    double best = INFINITY;
+    for (int i = 0; i < 1000; i++) {
+        double t0 = cb_now(timer), t1;
+        while ((t1 = cb_now(timer)) == t0) {}
+        if (t1 - t0 < best) best = t1 - t0;
+    }
+    return best;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* What the timed region costs with nothing in it: the median of many empty samples. */
+static double measure_overhead(const struct cb_kernel *kernel, const struct cb_context *ctx,
+                               enum cb_timer timer)
+{
+    enum { N = 1001 };
+    static double t[N];
+    for (int i = 0; i < N; i++) {
+        MPI_Barrier(ctx->comm);
+        double t0 = cb_now(timer);
+        kernel->run(ctx, 0, 0);
+        t[i] = cb_now(timer) - t0;
+    }
+    qsort(t, N, sizeof t[0], compare_doubles);
+    return t[N / 2];
+}
+
+static void cpu_binding(char *out, size_t len)
+{
+    cpu_set_t set;
+    out[0] = '\0';
+    if (sched_getaffinity(0, sizeof set, &set) != 0) { snprintf(out, len, "unknown"); return; }
+    size_t used = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && used + 8 < len; cpu++)
+        if (CPU_ISSET(cpu, &set))
+            used += (size_t)snprintf(out + used, len - used, "%s%d", used ? "," : "", cpu);
+}
+
+static void iso_now(char *out, size_t len)
+{
+    time_t now = time(NULL);
+    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+}
+
+/* One timed batch; every rank takes part, rank 0's elapsed time is returned. */
+static double timed_batch(const struct cb_kernel *kernel, const struct cb_context *ctx,
+                          size_t size, long iterations, enum cb_timer timer)
+{
+    MPI_Barrier(ctx->comm);
+    double t0 = cb_now(timer);
+    kernel->run(ctx, size, iterations);
+    return cb_now(timer) - t0;
+}
+
+/* Iterations per sample so that one sample lasts at least `target` seconds.
+ * Two batches in a row must reach it: a first batch that is slow only because
+ * it ran cold would otherwise leave every later sample too short. */
+static long calibrate(const struct cb_kernel *kernel, const struct cb_context *ctx,
+                      size_t size, double target, enum cb_timer timer)
+{
+    long decision[2] = {1, 0}; /* iterations, done */
+    int reached_once = 0;
+    while (!decision[1]) {
+        long n = decision[0];
+        double elapsed = timed_batch(kernel, ctx, size, n, timer);
+        if (ctx->rank == 0) {
+            if (elapsed >= target || n >= MAX_ITERATIONS_PER_SAMPLE) {
+                decision[1] = reached_once;
+                reached_once = 1;
+            } else {
+                reached_once = 0;
+                /* Aim 20% past the target, growing at most 16x per round. */
+                double want = elapsed > 0 ? ceil(1.2 * (double)n * target / elapsed) : 16.0 * (double)n;
+                long next = want > 16.0 * (double)n ? n * 16 : (long)want;
+                decision[0] = next > n ? next : n + 1;
+                if (decision[0] > MAX_ITERATIONS_PER_SAMPLE) decision[0] = MAX_ITERATIONS_PER_SAMPLE;
+            }
+        }
+        MPI_Bcast(decision, 2, MPI_LONG, 0, ctx->comm);
+    }
+    return decision[0];
+}
+
+static void write_run_record(FILE *out, const struct cb_options *o, const struct cb_kernel *kernel,
+                             const struct cb_context *ctx, double resolution, double overhead,
+                             const size_t *sizes, size_t nsizes)
+{
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int version_len;
+    MPI_Get_library_version(version, &version_len);
+
+    char name[NAME_LEN] = {0}, binding[NAME_LEN] = {0};
+    int name_len;
+    MPI_Get_processor_name(name, &name_len);
+    cpu_binding(binding, sizeof binding);
+    char *names = NULL, *bindings = NULL;
+    if (ctx->rank == 0) {
+        names = calloc((size_t)ctx->nprocs, NAME_LEN);
+        bindings = calloc((size_t)ctx->nprocs, NAME_LEN);
+    }
+    MPI_Gather(name, NAME_LEN, MPI_CHAR, names, NAME_LEN, MPI_CHAR, 0, ctx->comm);
+    MPI_Gather(binding, NAME_LEN, MPI_CHAR, bindings, NAME_LEN, MPI_CHAR, 0, ctx->comm);
+    if (ctx->rank != 0) return;
+
+    char started[32];
+    iso_now(started, sizeof started);
+    fprintf(out, "{\"record\":\"run\",\"schema\":%d,\"kernel\":", CB_RECORD_SCHEMA);
+    cb_json_string(out, kernel->name);
+    fputs(",\"metric\":", out);
+    cb_json_string(out, kernel->metric);
+    fputs(",\"library_version\":", out);
+    cb_json_string(out, version);
+    fprintf(out, ",\"nprocs\":%d,\"hosts\":[", ctx->nprocs);
+    for (int r = 0; r < ctx->nprocs; r++) {
+        if (r) fputc(',', out);
+        cb_json_string(out, names + (size_t)r * NAME_LEN);
+    }
+    fputs("],\"cpu_binding\":[", out);
+    for (int r = 0; r < ctx->nprocs; r++) {
+        if (r) fputc(',', out);
+        cb_json_string(out, bindings + (size_t)r * NAME_LEN);
+    }
+    fputs("],\"timer\":", out);
+    cb_json_string(out, cb_timer_name(o->timer));
+    fprintf(out, ",\"timer_resolution_s\":%.6g,\"harness_overhead_s\":%.6g,\"started\":\"%s\"",
+            resolution, overhead, started);
+    fputs(",\"args\":{\"schedule\":", out);
+    cb_json_string(out, o->schedule);
+    fputs(",\"sizes\":[", out);
+    for (size_t i = 0; i < nsizes; i++) fprintf(out, "%s%zu", i ? "," : "", sizes[i]);
+    fprintf(out, "],\"warmup\":%ld,\"iterations\":%ld,\"rse\":%.6g,\"min_samples\":%d,"
+                 "\"max_samples\":%d,\"max_point_time_s\":%.6g,\"min_sample_time_s\":%.6g}}\n",
+            o->warmup, o->fixed_iterations, o->rse_target, o->min_samples, o->max_samples,
+            o->max_point_time_s, o->min_sample_time_s);
+    fflush(out);
+    free(names);
+    free(bindings);
+}
+
+/* Samples one size until the mean is known to the target precision, the sample
+ * limit is reached, or the time cap for one size is spent. */
+static void measure_size(FILE *out, const struct cb_options *o, const struct cb_kernel *kernel,
+                         const struct cb_context *ctx, size_t size, double min_sample_time,
+                         double *samples)
+{
+    if (o->warmup) timed_batch(kernel, ctx, size, o->warmup, o->timer);
+    long iterations = o->fixed_iterations
+                          ? o->fixed_iterations
+                          : calibrate(kernel, ctx, size, min_sample_time, o->timer);
+    double per_sample = (double)iterations * kernel->legs_per_iteration;
+    double started = cb_now(o->timer);
+    double mean = 0, m2 = 0, rse = INFINITY;
+    int n = 0, more = 1;
+    while (more) {
+        double elapsed = timed_batch(kernel, ctx, size, iterations, o->timer);
+        if (ctx->rank == 0) {
+            double x = elapsed / per_sample, delta = x - mean;
+            samples[n++] = x;
+            mean += delta / n;            /* Welford: stable running mean and variance */
+            m2 += delta * (x - mean);
+            if (n >= 2 && mean > 0) rse = sqrt(m2 / (n - 1) / n) / mean;
+            int precise = n >= o->min_samples && rse <= o->rse_target;
+            int capped = n >= o->max_samples || cb_now(o->timer) - started >= o->max_point_time_s;
+            more = !(precise || capped);
+        }
+        MPI_Bcast(&more, 1, MPI_INT, 0, ctx->comm);
+    }
+    if (ctx->rank != 0) return;
+
+    int settled = n >= o->min_samples && rse <= o->rse_target;
+    fprintf(out, "{\"record\":\"point\",\"size\":%zu,\"iters_per_sample\":%ld,\"settled\":%s,"
+                 "\"rse\":%.6g,\"errors\":null,\"samples\":[",
+            size, iterations, settled ? "true" : "false", isfinite(rse) ? rse : -1.0);
+    for (int i = 0; i < n; i++) fprintf(out, "%s%.9g", i ? "," : "", samples[i]);
+    fputs("]}\n", out);
+    fflush(out);
+    fprintf(stderr, "%s %zu B: %.4g s mean, %d samples of %ld iterations, rse %.2g%s\n",
+            kernel->name, size, mean, n, iterations, rse, settled ? "" : " (not settled)");
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    struct cb_context ctx = {.comm = MPI_COMM_WORLD};
+    MPI_Comm_rank(ctx.comm, &ctx.rank);
+    MPI_Comm_size(ctx.comm, &ctx.nprocs);
+
+    struct cb_options o;
+    int list_only;
+    const char *error = parse_options(argc, argv, &o, &list_only);
+    const struct cb_kernel *kernel = NULL;
+    size_t *sizes = NULL, nsizes = 0;
+    if (!error && list_only) {
+        if (list_only > 0 && ctx.rank == 0) cb_list_kernels();
+        MPI_Finalize();
+        return 0;
+    }
+    if (!error && !(kernel = cb_find_kernel(o.kernel))) error = "unknown kernel (see --list)";
+    if (!error && ctx.nprocs < kernel->min_ranks) error = "too few ranks for this kernel";
+    if (!error && !(nsizes = cb_size_schedule(o.schedule, o.min_size, o.max_size, o.size_list, &sizes)))
+        error = "bad size schedule: --schedule powers|list, --sizes A,B,... of bytes";
+    if (error) {
+        if (ctx.rank == 0) fprintf(stderr, "commbench-kernels: %s\n", error);
+        MPI_Finalize();
+        return 2;
+    }
+
+    size_t largest = 0;
+    for (size_t i = 0; i < nsizes; i++) if (sizes[i] > largest) largest = sizes[i];
+    size_t buffer_len = largest ? largest : 1;
+    if (posix_memalign((void **)&ctx.send_buf, 4096, buffer_len)
+        || posix_memalign((void **)&ctx.recv_buf, 4096, buffer_len)) {
+        fprintf(stderr, "commbench-kernels: cannot allocate %zu bytes\n", buffer_len);
+        MPI_Abort(ctx.comm, 3);
+    }
+    for (size_t i = 0; i < buffer_len; i++) ctx.send_buf[i] = (unsigned char)(i * 7 + ctx.rank);
+    memset(ctx.recv_buf, 0, buffer_len);
+
+    FILE *out = stdout;
+    if (ctx.rank == 0 && o.output && !(out = fopen(o.output, "w"))) {
+        fprintf(stderr, "commbench-kernels: cannot write %s: %s\n", o.output, strerror(errno));
+        MPI_Abort(ctx.comm, 3);
+    }
+
+    double resolution = 0, overhead = 0;
+    if (ctx.rank == 0) resolution = measure_resolution(o.timer);
+    overhead = measure_overhead(kernel, &ctx, o.timer);
+    MPI_Bcast(&resolution, 1, MPI_DOUBLE, 0, ctx.comm);
+    MPI_Bcast(&overhead, 1, MPI_DOUBLE, 0, ctx.comm);
+    write_run_record(out, &o, kernel, &ctx, resolution, overhead, sizes, nsizes);
+
+    /* A sample must dwarf both the timer's tick and the cost of timing it. */
+    double min_sample_time = fmax(o.min_sample_time_s, fmax(100 * resolution, 100 * overhead));
+    double *samples = malloc((size_t)o.max_samples * sizeof *samples);
+    for (size_t i = 0; i < nsizes; i++)
+        measure_size(out, &o, kernel, &ctx, sizes[i], min_sample_time, samples);
+
+    if (ctx.rank == 0) {
+        char finished[32];
+        iso_now(finished, sizeof finished);
+        fprintf(out, "{\"record\":\"end\",\"status\":\"ok\",\"points\":%zu,\"finished\":\"%s\"}\n",
+                nsizes, finished);
+        if (out != stdout) fclose(out);
+    }
+    free(samples);
+    free(sizes);
+    free(ctx.send_buf);
+    free(ctx.recv_buf);
+    MPI_Finalize();
+    return 0;
+}

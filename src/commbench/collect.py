@@ -1,0 +1,168 @@
+"""Raw launch files -> one xarray Dataset per campaign, with its provenance."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from datetime import datetime, timezone
+
+import numpy as np
+import xarray as xr
+
+from . import __version__
+from .campaign import Campaign
+from .provenance import cpu_model, git_commit, os_description, source_hash
+from .raw import LaunchResult, RawFileError, read_raw
+
+RUN_DIMS = ("library", "placement", "kernel", "launch")
+POINT_DIMS = ("library", "placement", "kernel", "size", "launch")
+
+
+def read_all(paths, on_error: str = "raise", log=sys.stderr) -> tuple[list[LaunchResult], list[RawFileError]]:
+    """Reads every raw file; with on_error="record", refused files are returned instead of raised."""
+    results, refused = [], []
+    for path in paths:
+        try:
+            results.append(read_raw(path))
+        except RawFileError as exc:
+            if on_error == "raise":
+                raise
+            print(f"refused: {exc}", file=log)
+            refused.append(exc)
+    return results, refused
+
+
+def _index(values: list) -> dict:
+    return {value: i for i, value in enumerate(values)}
+
+
+def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: dict[str, dict],
+                  builds: dict[str, dict], refused: list[RawFileError] = ()) -> xr.Dataset:
+    """The campaign dataset: every sample of every launch, NaN where a run has no such sample.
+
+    `libraries` and `builds` map an MPI installation name to its library.json and
+    build.json records. Cells of failed or refused launches keep status and NaN times.
+    """
+    lib_names, placements, kernels = campaign.libraries, campaign.placements, campaign.kernels
+    launches = list(range(campaign.launches))
+    ok = [r for r in results if r.status == "ok"]
+    sizes = sorted({p.size for r in ok for p in r.points})
+    max_samples = max((len(p.samples) for r in ok for p in r.points), default=0)
+    li, pi, ki, si = _index(lib_names), _index(placements), _index(kernels), _index(sizes)
+
+    run_shape = (len(lib_names), len(placements), len(kernels), len(launches))
+    point_shape = (len(lib_names), len(placements), len(kernels), len(sizes), len(launches))
+    time = np.full(point_shape + (max_samples,), np.nan)
+    settled = np.zeros(point_shape, dtype=bool)
+    rse = np.full(point_shape, np.nan)
+    iters = np.zeros(point_shape, dtype=np.int64)
+    errors = np.full(point_shape, np.nan)
+    status = np.full(run_shape, "missing", dtype=object)
+    resolution = np.full(run_shape, np.nan)
+    overhead = np.full(run_shape, np.nan)
+    started = np.full(run_shape, "", dtype=object)
+    hosts = np.full(run_shape, "", dtype=object)
+    binding = np.full(run_shape, "", dtype=object)
+    version = {name: "" for name in lib_names}
+    metric = {name: "" for name in kernels}
+
+    for result in results:
+        meta = result.launch
+        try:
+            cell = (li[meta["library"]], pi[meta["placement"]], ki[meta["kernel"]], meta["launch"])
+        except KeyError:
+            continue  # a raw file left over from an earlier version of the campaign
+        if not 0 <= cell[3] < len(launches):
+            continue
+        status[cell] = meta["status"]
+        started[cell] = meta.get("started", "")
+        if result.status != "ok":
+            continue
+        run = result.run
+        resolution[cell] = run["timer_resolution_s"]
+        overhead[cell] = run["harness_overhead_s"]
+        hosts[cell] = ",".join(run["hosts"])
+        binding[cell] = " ".join(run.get("cpu_binding", []))
+        version[meta["library"]] = version[meta["library"]] or run["library_version"].strip()
+        metric[meta["kernel"]] = run.get("metric", "")
+        for point in result.points:
+            at = cell[:3] + (si[point.size], cell[3])
+            time[at + (slice(0, len(point.samples)),)] = point.samples
+            settled[at], rse[at], iters[at] = point.settled, point.rse, point.iters_per_sample
+            errors[at] = np.nan if point.errors is None else point.errors
+    for error in refused:
+        # A refused file still names its cell when its launch record can be read.
+        try:
+            meta = json.loads(open(error.path).readline())
+            status[li[meta["library"]], pi[meta["placement"]], ki[meta["kernel"]], meta["launch"]] = "refused"
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            pass
+
+    placement_specs = [campaign.placement(name) for name in placements]
+    mpi = [campaign.mpi_of(name) for name in lib_names]
+    coords = {
+        "library": lib_names,
+        "placement": placements,
+        "kernel": kernels,
+        "size": ("size", np.array(sizes, dtype=np.int64), {"units": "bytes"}),
+        "launch": launches,
+        "sample": np.arange(max_samples),
+        "nodes": ("placement", [p["nodes"] for p in placement_specs]),
+        "ppn": ("placement", [p["ppn"] for p in placement_specs]),
+        "nprocs": ("placement", [p["nodes"] * p["ppn"] for p in placement_specs]),
+        # On one host, ranks of different nodes talk over TCP on loopback.
+        "transport": ("placement", ["tcp" if p["nodes"] > 1 else "shm" for p in placement_specs]),
+        "emulated": ("placement", [p["nodes"] > 1 for p in placement_specs]),
+        "library_version": ("library", [version[name] or "unknown" for name in lib_names]),
+        "mpi": ("library", mpi),
+        "family": ("library", [libraries.get(m, {}).get("family", "unknown") for m in mpi]),
+        "compiler": ("library", [builds.get(m, {}).get("compiler", "unknown") for m in mpi]),
+        "library_env": ("library", [json.dumps(campaign.library_env(name), sort_keys=True) for name in lib_names]),
+        "metric": ("kernel", [metric[name] for name in kernels]),
+    }
+    data_vars = {
+        "time": (POINT_DIMS + ("sample",), time,
+                 {"units": "s", "long_name": "time per sample (see the kernel's metric)"}),
+        "settled": (POINT_DIMS, settled, {"long_name": "relative standard error reached its target"}),
+        "rse": (POINT_DIMS, rse, {"long_name": "relative standard error of the mean"}),
+        "iters_per_sample": (POINT_DIMS, iters, {"long_name": "iterations timed together in one sample"}),
+        "errors": (POINT_DIMS, errors, {"long_name": "integrity errors (NaN: not checked)"}),
+        "status": (RUN_DIMS, status.astype(str), {"long_name": "ok, failed, timeout, refused or missing"}),
+        "timer_resolution_s": (RUN_DIMS, resolution, {"units": "s"}),
+        "harness_overhead_s": (RUN_DIMS, overhead, {"units": "s"}),
+        "started": (RUN_DIMS, started.astype(str)),
+        "hosts": (RUN_DIMS, hosts.astype(str)),
+        "cpu_binding": (RUN_DIMS, binding.astype(str), {"long_name": "CPUs each rank may run on"}),
+    }
+    flags = sorted({b.get("cflags", "") for b in builds.values()})
+    all_hosts = sorted({h for r in ok for h in r.run["hosts"]})
+    attrs = {
+        "campaign": campaign.name,
+        "campaign_file": campaign.source,
+        "campaign_config": json.dumps(campaign.config, sort_keys=True),
+        "config_hash": campaign.config_hash,
+        "kernel_source_hash": source_hash(),
+        "commbench_version": __version__,
+        "git_commit": git_commit(),
+        "compilers": json.dumps({m: builds[m].get("compiler_command", "") for m in sorted(builds)}),
+        "compiler_flags": " | ".join(flags),
+        "hosts": ",".join(all_hosts),
+        "cpu_model": cpu_model(),
+        "os": os_description(),
+        "timer_resolution_s": float(np.nanmin(resolution)) if np.isfinite(resolution).any() else np.nan,
+        "first_launch": min((s for s in started.ravel() if s), default=""),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "refused_files": json.dumps([str(e) for e in refused]),
+    }
+    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+
+
+def write_dataset(ds: xr.Dataset, path) -> None:
+    """netCDF4 with compression; written beside the target first so a reader never sees half a file."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    encoding = {name: {"zlib": True, "complevel": 4} for name, var in ds.data_vars.items()
+                if var.dtype.kind == "f"}
+    ds.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
+    tmp.replace(path)

@@ -1,0 +1,173 @@
+"""One launch: mpiexec of commbench-kernels for a (library, placement, kernel), with a time limit.
+
+The placement decides the transport. On one host, `nodes: 1` runs over shared
+memory, and `nodes > 1` is emulated by forcing each library onto its TCP path
+over loopback, so the dataset can say `transport="tcp", emulated=True`.
+
+The launch always ends in one complete raw file, written atomically: a
+"launch" record (what ran, how, and whether it succeeded) followed, on
+success, by the kernel's own run / point / end records. A failed, killed or
+incomplete launch keeps only its launch record: partial output is never merged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .libraries import in_environment
+
+RAW_SCHEMA = 1
+STDERR_TAIL_CHARS = 4000
+
+# Environment each family needs to take the network path between ranks on one host.
+EMULATED_NETWORK_ENV = {
+    "mpich": {"MPIR_CVAR_NOLOCAL": "1", "MPIR_CVAR_CH4_NETMOD": "ofi",
+              "FI_PROVIDER": "tcp", "FI_TCP_IFACE": "lo"},
+    "openmpi": {"OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "self,tcp",
+                "OMPI_MCA_btl_tcp_if_include": "lo"},
+}
+
+
+@dataclass
+class Placement:
+    name: str
+    nodes: int
+    ppn: int
+
+    @property
+    def nprocs(self) -> int:
+        return self.nodes * self.ppn
+
+    @property
+    def emulated(self) -> bool:
+        """True when ranks meant for different nodes share this one host."""
+        return self.nodes > 1
+
+    @property
+    def transport(self) -> str:
+        return "tcp" if self.emulated else "shm"
+
+
+@dataclass
+class LaunchPlan:
+    """The exact command and environment of one launch, recorded with its result."""
+
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    binding: str = "core"
+
+
+def plan_launch(family: str, placement: Placement, binary: str, kernel: str, kernel_args: list[str],
+                output: str, library_env: dict[str, str] | None = None,
+                cores: int | None = None) -> LaunchPlan:
+    """mpiexec command line and environment for this family and placement on the local host."""
+    cores = cores or os.cpu_count() or 1
+    nprocs = placement.nprocs
+    oversubscribed = nprocs > cores
+    binding = "none" if oversubscribed else "core"
+    env: dict[str, str] = {}
+    if placement.emulated:
+        env.update(EMULATED_NETWORK_ENV[family])
+    if family == "openmpi":
+        if os.geteuid() == 0:
+            # Open MPI refuses root unless both are set; containers and CI commonly run as root.
+            env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+        launcher = ["mpiexec", "-n", str(nprocs), "--bind-to", binding]
+        if oversubscribed:
+            launcher.append("--oversubscribe")
+    else:
+        launcher = ["mpiexec", "-n", str(nprocs), "-bind-to", binding]
+    # The campaign's own settings (MCA parameters, CVARs) win over the defaults above.
+    env.update(library_env or {})
+    command = launcher + [binary, kernel, *kernel_args, "-o", output]
+    return LaunchPlan(command=command, env=env, binding=binding)
+
+
+def _kill_tree(process: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """Ends mpiexec and every rank it started: they share the session we gave it."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=grace_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def read_complete_output(path: Path) -> tuple[list[str], str | None]:
+    """The kernel's lines, and why they cannot be used (None when they end in an ok end record)."""
+    if not path.exists():
+        return [], "the kernel wrote no output"
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    if not lines:
+        return [], "the kernel's output is empty"
+    try:
+        last = json.loads(lines[-1])
+    except json.JSONDecodeError:
+        return lines, "the kernel's output ends in an incomplete line"
+    if last.get("record") != "end" or last.get("status") != "ok":
+        return lines, "the kernel's output has no ok end record"
+    return lines, None
+
+
+def run_launch(*, env_dir, binary, kernel: str, kernel_args: list[str], placement: Placement,
+               family: str, library: str, mpi: str, launch: int, output, timeout_s: float,
+               library_env: dict[str, str] | None = None, log=None) -> dict:
+    """Runs one launch and writes `output`; returns its launch record. Never raises for a failed run."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_name(output.name + ".partial")
+    partial.unlink(missing_ok=True)
+    plan = plan_launch(family, placement, str(Path(binary).resolve()), kernel, kernel_args,
+                       str(partial.resolve()), library_env)
+    env = {**os.environ, **plan.env}
+    started = datetime.now(timezone.utc)
+    t0 = time.monotonic()
+    process = subprocess.Popen(in_environment(env_dir, shlex.join(plan.command)), env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    try:
+        console, _ = process.communicate(timeout=timeout_s)
+        status = "ok" if process.returncode == 0 else "failed"
+    except subprocess.TimeoutExpired:
+        _kill_tree(process)
+        console, _ = process.communicate()
+        status = "timeout"
+    duration = time.monotonic() - t0
+    if log is not None:
+        log.write(console)
+    lines, problem = read_complete_output(partial)
+    if status == "ok" and problem:
+        status = "failed"
+    record = {
+        "record": "launch", "schema": RAW_SCHEMA, "status": status,
+        "library": library, "mpi": mpi, "family": family,
+        "placement": placement.name, "nodes": placement.nodes, "ppn": placement.ppn,
+        "nprocs": placement.nprocs, "transport": placement.transport, "emulated": placement.emulated,
+        "kernel": kernel, "launch": launch,
+        "command": plan.command, "env": plan.env, "binding": plan.binding,
+        "exit_code": process.returncode, "started": started.isoformat(timespec="seconds"),
+        "duration_s": round(duration, 3), "timeout_s": timeout_s,
+    }
+    if status != "ok":
+        record["reason"] = problem if status == "failed" and process.returncode == 0 else (
+            f"killed after the {timeout_s:g} s timeout" if status == "timeout"
+            else f"exit code {process.returncode}")
+        record["console_tail"] = console[-STDERR_TAIL_CHARS:]
+    body = [json.dumps(record)] + (lines if status == "ok" else [])
+    tmp = output.with_name(output.name + ".tmp")
+    tmp.write_text("\n".join(body) + "\n")
+    os.replace(tmp, output)
+    partial.unlink(missing_ok=True)
+    return record

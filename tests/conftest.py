@@ -1,0 +1,45 @@
+"""Shared fixtures: a workspace with both MPI libraries built through the real workflow."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "workflow" / "Snakefile"
+SNAKEMAKE = Path(sys.executable).parent / "snakemake"
+LIBRARIES = ("mpich-5.0.2", "openmpi-5.0.11")
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Runs the commbench workflow in `workdir`, as `make campaign` does from the repository."""
+    cmd = [str(SNAKEMAKE), "-s", str(SNAKEFILE), "--directory", str(workdir), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def workspace(tmp_path_factory) -> Path:
+    """A directory laid out like the repository, with the MPI specs of the default campaign.
+
+    Its build/ holds the environments and kernel builds of both libraries once `built`
+    has run; tests that launch MPI share them.
+    """
+    root = tmp_path_factory.mktemp("workspace")
+    shutil.copytree(REPO / "envs" / "mpi", root / "envs" / "mpi")
+    shutil.copytree(REPO / "config", root / "config")
+    return root
+
+
+@pytest.fixture(scope="session")
+def built(workspace) -> dict[str, Path]:
+    """Both libraries' environments and commbench-kernels binaries, made by the workflow's rules."""
+    targets = [f"build/kernels/{name}/build.json" for name in LIBRARIES]
+    # Targets first: --configfile takes every word after it.
+    snakemake(workspace, *targets, "--configfile", str(workspace / "config" / "campaigns" / "quick.yaml"))
+    return {name: workspace / "build" / "kernels" / name / "commbench-kernels" for name in LIBRARIES}

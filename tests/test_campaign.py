@@ -1,0 +1,108 @@
+import textwrap
+
+import pytest
+
+from commbench.campaign import CampaignError, load_campaign
+
+from conftest import REPO
+
+VALID = """
+campaign: tiny
+libraries:
+  mpich: {mpi: mpich-5.0.2}
+  openmpi-tuned: {mpi: openmpi-5.0.11, env: {OMPI_MCA_btl_sm_eager_limit: 16384, FLAG: true}}
+placements:
+  - {name: 1N2P, nodes: 1, ppn: 2}
+  - {name: 2N1P, nodes: 2, ppn: 1}
+kernels:
+  pingpong.send: {sizes: {list: [1, 1Ki, 64Ki]}}
+"""
+
+
+def write(tmp_path, text, name="c.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_default_campaign_is_valid_and_has_defaults():
+    campaign = load_campaign(REPO / "config" / "campaigns" / "quick.yaml")
+    assert campaign.name == "quick"
+    assert campaign.libraries == ["mpich-5.0.2", "openmpi-5.0.11"]
+    assert campaign.placements == ["1N2P", "2N1P"]
+    assert campaign.launches == 3
+    assert len(list(campaign.runs())) == 2 * 2 * 1 * 3
+    assert campaign.kernel_args("pingpong.send")[:4] == ["--schedule", "powers", "-m", "1:4194304"]
+
+
+def test_defaults_fill_what_the_file_leaves_out(tmp_path):
+    campaign = load_campaign(write(tmp_path, VALID))
+    assert campaign.config["launches"] == 3
+    assert campaign.config["timeout"] == 300
+    assert campaign.config["precision"] == {"rse": 0.01, "min_samples": 10, "max_samples": 500,
+                                            "max_point_time": 5}
+    assert campaign.kernel_args("pingpong.send")[:2] == ["--sizes", "1,1024,65536"]
+    assert campaign.library_env("openmpi-tuned") == {"OMPI_MCA_btl_sm_eager_limit": "16384", "FLAG": "1"}
+    assert campaign.mpi_names == ["mpich-5.0.2", "openmpi-5.0.11"]
+
+
+def test_omitted_sizes_default_to_powers_up_to_4mi(tmp_path):
+    text = VALID.replace("pingpong.send: {sizes: {list: [1, 1Ki, 64Ki]}}", "pingpong.send: {}")
+    campaign = load_campaign(write(tmp_path, text))
+    assert campaign.kernel_args("pingpong.send")[:4] == ["--schedule", "powers", "-m", "1:4194304"]
+
+
+def test_config_hash_follows_content(tmp_path):
+    a = load_campaign(write(tmp_path, VALID, "a.yaml"))
+    b = load_campaign(write(tmp_path, VALID + "\n# a comment only\n", "b.yaml"))
+    c = load_campaign(write(tmp_path, VALID + "launches: 5\n", "c.yaml"))
+    assert a.config_hash == b.config_hash != c.config_hash
+
+
+def error_of(tmp_path, text) -> str:
+    path = write(tmp_path, text)
+    with pytest.raises(CampaignError) as info:
+        load_campaign(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message
+    return message
+
+
+def test_unknown_key_names_the_key_and_suggests(tmp_path):
+    message = error_of(tmp_path, VALID + "launchs: 2\n")
+    assert "unknown key 'launchs'" in message and "did you mean 'launches'" in message
+
+
+def test_unknown_kernel_lists_allowed_names(tmp_path):
+    message = error_of(tmp_path, VALID.replace("pingpong.send:", "pingpong.sendd:"))
+    assert "kernels" in message and "'pingpong.sendd'" in message
+    assert "did you mean 'pingpong.send'" in message and "allowed values: pingpong.send" in message
+
+
+def test_unsafe_names_are_refused(tmp_path):
+    message = error_of(tmp_path, VALID.replace("name: 2N1P", "name: 2N 1P/x"))
+    assert "placements[1].name" in message and "'2N 1P/x'" in message
+
+
+def test_bad_values_name_their_key(tmp_path):
+    message = error_of(tmp_path, VALID.replace("nodes: 2", "nodes: 0") + "launches: two\n")
+    assert "placements[1].nodes" in message and "launches" in message
+
+
+def test_size_schedule_names_allowed_schedules(tmp_path):
+    message = error_of(tmp_path, VALID.replace("{list: [1, 1Ki, 64Ki]}", "{schedule: fibonacci}"))
+    assert "kernels.pingpong.send.sizes.schedule" in message and "allowed values: powers" in message
+
+
+def test_inconsistent_values(tmp_path):
+    text = VALID.replace("{list: [1, 1Ki, 64Ki]}", "{schedule: powers, min: 1Mi, max: 1Ki}")
+    text = text.replace("name: 2N1P", "name: 1N2P")
+    message = error_of(tmp_path, text)
+    assert "min 1Mi is larger than max 1Ki" in message and "'1N2P' is used more than once" in message
+
+
+def test_missing_file_and_bad_yaml(tmp_path):
+    with pytest.raises(CampaignError, match="no such campaign file"):
+        load_campaign(tmp_path / "absent.yaml")
+    with pytest.raises(CampaignError, match="not valid YAML"):
+        load_campaign(write(tmp_path, "campaign: [unclosed\n"))

@@ -1,0 +1,103 @@
+"""End to end: a tiny campaign through Snakemake on two real MPI libraries and two placements."""
+
+import json
+import re
+import textwrap
+
+import numpy as np
+import pytest
+
+from commbench.dataset import open_campaign
+
+from conftest import snakemake
+
+pytestmark = pytest.mark.mpi
+
+TINY = textwrap.dedent("""
+    campaign: tiny
+    libraries:
+      mpich-5.0.2:    {mpi: mpich-5.0.2}
+      openmpi-5.0.11: {mpi: openmpi-5.0.11}
+    placements:
+      - {name: 1N2P, nodes: 1, ppn: 2}
+      - {name: 2N1P, nodes: 2, ppn: 1}
+    kernels:
+      pingpong.send: {sizes: {list: [1, 8, 1Ki, 64Ki, 1Mi]}}
+    launches: 2
+    precision: {rse: 0.05, min_samples: 5, max_samples: 200, max_point_time: 1}
+    timeout: 120
+""")
+
+
+def jobs_planned(workdir, campaign) -> list[str]:
+    """The (rule, output) pairs a dry run would execute."""
+    out = snakemake(workdir, "--configfile", campaign, "--dry-run").stdout
+    return re.findall(r"rule (\w+):\n(?:.*\n)*?\s+output: (\S+)", out)
+
+
+def test_tiny_campaign_end_to_end(workspace, built):
+    campaign = workspace / "config" / "campaigns" / "tiny.yaml"
+    campaign.write_text(TINY)
+    run = snakemake(workspace, "--configfile", str(campaign))
+    assert "tiny: 8 of 8 launches ok" in run.stdout + run.stderr  # the collect step's report
+    ds = open_campaign(workspace / "results" / "tiny" / "tiny.nc")
+
+    assert ds["time"].dims == ("library", "placement", "kernel", "size", "launch", "sample")
+    assert dict(ds.sizes) | {"sample": 0} == {"library": 2, "placement": 2, "kernel": 1, "size": 5,
+                                              "launch": 2, "sample": 0}
+    assert (ds["status"] == "ok").all()
+    assert list(ds["size"].values) == [1, 8, 1024, 65536, 1048576]
+    measured = ds["time"].count("sample")
+    assert (measured >= 1).all(), "every point of every launch has samples"
+    times = ds["time"].values[np.isfinite(ds["time"].values)]
+    assert (times > 0).all() and np.isfinite(times).all()
+    versions = dict(zip(ds.library.values, ds.library_version.values))
+    assert "MPICH" in versions["mpich-5.0.2"] and "5.0.2" in versions["mpich-5.0.2"]
+    assert "Open MPI" in versions["openmpi-5.0.11"] and "5.0.11" in versions["openmpi-5.0.11"]
+    assert list(ds["transport"].values) == ["shm", "tcp"]
+    # Ranks were bound one core each where the machine has a core per rank.
+    assert all(b in ("0 1", "1 0") for b in ds["cpu_binding"].sel(placement="1N2P").values.ravel())
+
+    # The emulated network path is slower than shared memory for small messages, for both libraries.
+    median = ds.commbench.summary()["median"].sel(kernel="pingpong.send")
+    small = median.sel(size=[1, 8])
+    ratio = small.sel(placement="2N1P") / small.sel(placement="1N2P")
+    assert (ratio > 1).all(), ratio.values
+
+    # Nothing changed: nothing to do.
+    again = snakemake(workspace, "--configfile", str(campaign), "--dry-run").stdout
+    assert "Nothing to be done" in again
+
+    # A changed spec reruns that library's environment, build and launches, and the collection only.
+    spec = workspace / "envs" / "mpi" / "mpich-5.0.2.yaml"
+    spec.write_text(spec.read_text() + "# touched by the test\n")
+    planned = jobs_planned(workspace, str(campaign))
+    rules = sorted({rule for rule, _ in planned})
+    assert rules == ["build_kernels", "collect", "mpi_environment", "run_launch"], planned
+    launched = [output for rule, output in planned if rule == "run_launch"]
+    assert len(launched) == 4 and all("/mpich-5.0.2/" in o for o in launched), launched
+    assert not any("openmpi" in output for rule, output in planned if rule != "collect")
+
+
+def test_failed_launch_is_recorded_and_the_campaign_completes(workspace, built):
+    """A library row whose launches cannot start (a bogus MCA transport) fails alone."""
+    campaign = workspace / "config" / "campaigns" / "broken.yaml"
+    campaign.write_text(textwrap.dedent("""
+        campaign: broken
+        libraries:
+          mpich-5.0.2: {mpi: mpich-5.0.2}
+          openmpi-nobtl: {mpi: openmpi-5.0.11, env: {OMPI_MCA_pml: ob1, OMPI_MCA_btl: "no-such-btl"}}
+        placements: [{name: 1N2P, nodes: 1, ppn: 2}]
+        kernels: {pingpong.send: {sizes: {list: [8]}}}
+        launches: 1
+        precision: {rse: 0.1, min_samples: 3, max_samples: 20, max_point_time: 1}
+        timeout: 60
+    """))
+    snakemake(workspace, "--configfile", str(campaign))
+    ds = open_campaign(workspace / "results" / "broken" / "broken.nc")
+    assert ds["status"].sel(library="mpich-5.0.2").values.ravel().tolist() == ["ok"]
+    assert ds["status"].sel(library="openmpi-nobtl").values.ravel().tolist() == ["failed"]
+    assert ds["time"].sel(library="openmpi-nobtl").isnull().all()
+    raw = workspace / "results" / "broken" / "raw" / "openmpi-nobtl" / "1N2P" / "pingpong.send" / "launch0.jsonl"
+    record = json.loads(raw.read_text().splitlines()[0])
+    assert record["status"] == "failed" and record["exit_code"] != 0 and record["console_tail"]

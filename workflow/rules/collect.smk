@@ -1,0 +1,15 @@
+rule collect:
+    """Every launch of the campaign into one dataset; failed launches are kept as failed cells."""
+    input:
+        raw=[raw_file(*run) for run in CAMPAIGN.runs()],
+        libraries=[library_record(m) for m in CAMPAIGN.mpi_names],
+        builds=[build_record(m) for m in CAMPAIGN.mpi_names],
+    output:
+        dataset=DATASET,
+    params:
+        campaign_file=CAMPAIGN_FILE,
+        config_hash=CAMPAIGN.config_hash,
+    log:
+        RESULTS / "logs" / "collect.log",
+    script:
+        "../scripts/collect.py"

@@ -1,0 +1,20 @@
+# Snakemake script: raw launch files -> results/<campaign>/<campaign>.nc
+import json
+from pathlib import Path
+
+from commbench.campaign import load_campaign
+from commbench.collect import build_dataset, read_all, write_dataset
+
+campaign = load_campaign(snakemake.params.campaign_file)
+libraries = {json.loads(Path(p).read_text())["name"]: json.loads(Path(p).read_text())
+             for p in snakemake.input.libraries}
+builds = {json.loads(Path(p).read_text())["mpi"]: json.loads(Path(p).read_text())
+          for p in snakemake.input.builds}
+with open(snakemake.log[0], "w") as log:
+    results, refused = read_all(snakemake.input.raw, on_error="record", log=log)
+ds = build_dataset(campaign, results, libraries, builds, refused)
+write_dataset(ds, snakemake.output.dataset)
+
+status = ds["status"].values.ravel().tolist()
+print(f"{campaign.name}: {status.count('ok')} of {len(status)} launches ok, "
+      f"{len(refused)} raw files refused; dataset: {snakemake.output.dataset}")

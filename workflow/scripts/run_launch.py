@@ -1,0 +1,20 @@
+# Snakemake script: one launch; a failed or hung launch is recorded, never raised.
+import json
+from pathlib import Path
+
+from commbench.launcher import Placement, run_launch
+
+settings = json.loads(snakemake.params.settings)
+library = json.loads(Path(snakemake.input.library).read_text())
+placement = Placement(**settings["placement"])
+w = snakemake.wildcards
+with open(snakemake.log[0], "w") as log:
+    record = run_launch(
+        env_dir=library["env_dir"], binary=snakemake.input.binary, kernel=w.kernel,
+        kernel_args=settings["kernel_args"], placement=placement, family=library["family"],
+        library=w.library, mpi=settings["mpi"], launch=int(w.launch), output=snakemake.output.raw,
+        timeout_s=settings["timeout"], library_env=settings["library_env"], log=log,
+    )
+if record["status"] != "ok":
+    print(f"launch {w.library}/{w.placement}/{w.kernel}/{w.launch} {record['status']}: "
+          f"{record.get('reason', '')}; see {snakemake.log[0]}")
