@@ -7,13 +7,14 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: campaign test lab dry-run lock clean help
+.PHONY: campaign test bench lab dry-run lock clean help
 
 help:
 	@echo "make campaign [CAMPAIGN=config/campaigns/<name>.yaml]  run a campaign, write its dataset"
 	@echo "make test                                             run the test suite"
 	@echo "make lab                                              JupyterLab on notebooks/"
 	@echo "make dry-run [CAMPAIGN=...]                           show what a campaign would (re)run"
+	@echo "make bench                                            harness overhead and cost against a fixed loop"
 
 # The analysis environment: Snakemake, xarray, Jupyter..., and commbench itself (editable).
 $(READY): envs/analysis.txt pyproject.toml
@@ -31,6 +32,11 @@ dry-run: $(READY)
 
 test: $(READY)
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# Builds the default campaign's libraries through the workflow, then measures the harness itself.
+bench: $(READY)
+	$(BIN)/snakemake builds --configfile config/campaigns/quick.yaml --quiet
+	$(BIN)/python benchmarks/harness_bench.py
 
 lab: $(READY)
 	$(BIN)/jupyter lab notebooks

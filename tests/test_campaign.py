@@ -32,7 +32,7 @@ def test_default_campaign_is_valid_and_has_defaults():
     assert campaign.placements == ["1N2P", "2N1P"]
     assert campaign.launches == 3
     assert len(list(campaign.runs())) == 2 * 2 * 1 * 3
-    assert campaign.kernel_args("pingpong.send")[:4] == ["--schedule", "powers", "-m", "1:4194304"]
+    assert campaign.kernel_args("pingpong.send", 0)[:5] == ["pingpong.send", "--schedule", "powers", "-m", "1:4194304"]
 
 
 def test_defaults_fill_what_the_file_leaves_out(tmp_path):
@@ -41,7 +41,10 @@ def test_defaults_fill_what_the_file_leaves_out(tmp_path):
     assert campaign.config["timeout"] == 300
     assert campaign.config["precision"] == {"rse": 0.01, "min_samples": 10, "max_samples": 500,
                                             "max_point_time": 5}
-    assert campaign.kernel_args("pingpong.send")[:2] == ["--sizes", "1,1024,65536"]
+    args = campaign.kernel_args("pingpong.send", 2)
+    assert args[:3] == ["pingpong.send", "--sizes", "1,1024,65536"]
+    assert args[-2:] == ["--shuffle", "2"] and "--integrity" not in args
+    assert args[args.index("--cache") + 1] == "reuse" and args[args.index("--timer") + 1] == "mpi_wtime"
     assert campaign.library_env("openmpi-tuned") == {"OMPI_MCA_btl_sm_eager_limit": "16384", "FLAG": "1"}
     assert campaign.mpi_names == ["mpich-5.0.2", "openmpi-5.0.11"]
 
@@ -49,7 +52,25 @@ def test_defaults_fill_what_the_file_leaves_out(tmp_path):
 def test_omitted_sizes_default_to_powers_up_to_4mi(tmp_path):
     text = VALID.replace("pingpong.send: {sizes: {list: [1, 1Ki, 64Ki]}}", "pingpong.send: {}")
     campaign = load_campaign(write(tmp_path, text))
-    assert campaign.kernel_args("pingpong.send")[:4] == ["--schedule", "powers", "-m", "1:4194304"]
+    assert campaign.kernel_args("pingpong.send", 0)[:5] == ["pingpong.send", "--schedule", "powers", "-m", "1:4194304"]
+
+
+def test_schedules_take_their_own_ranges_and_options(tmp_path):
+    text = VALID.replace("pingpong.send: {sizes: {list: [1, 1Ki, 64Ki]}}", """pingpong.send: {sizes: {schedule: small}}
+  pingpong.send@netpipe: {sizes: {schedule: netpipe, max: 1Mi, per_octave: 4, perturbation: 1}, cache: rotate, integrity: true}""")
+    campaign = load_campaign(write(tmp_path, text + "shuffle: false\n"))
+    small = campaign.kernel_args("pingpong.send", 0)
+    assert small[:5] == ["pingpong.send", "--schedule", "small", "-m", "4:8000"] and "--shuffle" not in small
+    netpipe = campaign.kernel_args("pingpong.send@netpipe", 1)
+    assert netpipe[:9] == ["pingpong.send", "--schedule", "netpipe", "-m", "1:1048576",
+                           "--per-octave", "4", "--perturbation", "1"]
+    assert "--integrity" in netpipe and netpipe[netpipe.index("--cache") + 1] == "rotate"
+    assert campaign.kernels == ["pingpong.send", "pingpong.send@netpipe"]
+
+
+def test_datatype_sizes_must_be_whole_elements(tmp_path):
+    text = VALID.replace("{sizes: {list: [1, 1Ki, 64Ki]}}", "{sizes: {list: [4, 6, 1Ki]}, datatype: int}")
+    assert "multiples of 4 bytes; not: 6" in error_of(tmp_path, text)
 
 
 def test_config_hash_follows_content(tmp_path):

@@ -117,6 +117,9 @@ def test_dataset_has_the_contract_dims_and_marks_failed_and_refused_cells(tmp_pa
     cell = ds["time"].sel(library="libA", placement="1N2P", kernel="pingpong.send", launch=0)
     assert np.allclose(cell.sel(size=1).values, [1e-6, 1.1e-6, 0.9e-6])
     assert np.isnan(cell.sel(size=8).values[1:]).all()
+    positions = ds["position"].sel(library="libA", placement="1N2P", launch=0, kernel="pingpong.send")
+    assert positions.values.tolist() == [0, 1]
+    assert ds["position"].sel(library="libB", placement="2N1P", launch=1).values.ravel().tolist() == [-1, -1]
     assert list(ds["transport"].values) == ["shm", "tcp"] and list(ds["emulated"].values) == [False, True]
     assert list(ds["family"].values) == ["mpich", "openmpi"]
     assert ds["library_version"].sel(library="libA").item() == "libA version 1.0"

@@ -37,7 +37,8 @@ def test_records_follow_the_contract(workspace, built, library, tmp_path):
         assert all(s > 0 for s in p["samples"]) and p["iters_per_sample"] >= 1
         # A sample lasts at least the minimum sample time (1e-4 s by default).
         assert min(p["samples"]) * p["iters_per_sample"] * 2 >= 0.5e-4
-    assert end == {"record": "end", "status": "ok", "points": 3, "finished": end["finished"]}
+    assert end == {"record": "end", "status": "ok", "points": 3, "finished": end["finished"],
+                   "elapsed_s": end["elapsed_s"]} and end["elapsed_s"] > 0
 
 
 @pytest.mark.parametrize("args, message", [
@@ -63,3 +64,91 @@ def test_clock_monotonic_timer_is_recorded(workspace, built, tmp_path):
                        "-o", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(out.read_text().splitlines()[0])["timer"] == "clock_gettime(CLOCK_MONOTONIC)"
+
+
+def sizes_of(workspace, *args):
+    proc = run_kernels(workspace, LIBRARIES[0], "pingpong.send", "--print-sizes", *args, nprocs=1)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return [int(line) for line in proc.stdout.split()]
+
+
+def test_size_schedules_exact_values(workspace, built):
+    assert sizes_of(workspace, "-m", "1:64") == [1, 2, 4, 8, 16, 32, 64]
+    assert sizes_of(workspace, "-m", "0:8") == [0, 1, 2, 4, 8]
+    assert sizes_of(workspace, "--schedule", "large", "-m", "1:100") == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96]
+    assert sizes_of(workspace, "--schedule", "netpipe", "-m", "1:70") == [
+        1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 14, 16, 19, 20, 23, 26, 29, 32, 35, 42, 45, 48, 61, 64, 67]
+    assert sizes_of(workspace, "--schedule", "netpipe", "-m", "64:256", "--per-octave", "1",
+                    "--perturbation", "1") == [64, 65, 127, 128, 129, 255, 256]
+    small = sizes_of(workspace, "--schedule", "small")
+    assert small[:4] == [4, 32, 64, 96] and small[-1] == 8000 and len(small) == 251
+    assert sizes_of(workspace, "--schedule", "small", "-m", "10:100", "--step", "25") == [10, 25, 50, 75, 100]
+    assert sizes_of(workspace, "--sizes", "64,8,1024") == [64, 8, 1024]
+
+
+def test_bad_schedules_are_refused(workspace, built):
+    for args in (["--sizes", "8,8"], ["--schedule", "zipf"], ["--schedule", "small", "--step", "0"]):
+        proc = run_kernels(workspace, LIBRARIES[0], "pingpong.send", "--print-sizes", *args, nprocs=1)
+        assert proc.returncode != 0 and "bad size schedule" in proc.stderr, args
+
+
+def records(path):
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return lines[0], lines[1:-1], lines[-1]
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_integrity_mode_checks_every_byte_and_catches_an_injected_fault(workspace, built, library, tmp_path):
+    common = ["pingpong.send", "--sizes", "1,1000,70000", "--integrity", "--min-samples", "3",
+              "--max-samples", "5", "-i", "4", "-x", "2"]
+    clean, faulty = tmp_path / "clean.jsonl", tmp_path / "faulty.jsonl"
+    assert run_kernels(workspace, library, *common, "-o", str(clean)).returncode == 0
+    assert run_kernels(workspace, library, *common, "--inject-fault", "-o", str(faulty)).returncode == 0
+    assert [p["errors"] for p in records(clean)[1]] == [0, 0, 0]
+    run, points, _ = records(faulty)
+    assert run["args"]["integrity"] and run["args"]["inject_fault"]
+    # One corrupted byte per batch: the warm-up and the 3 to 5 samples (-i skips calibration).
+    assert all(1 + 3 <= p["errors"] <= 1 + 5 for p in points), [p["errors"] for p in points]
+
+
+def test_without_integrity_errors_are_not_claimed(workspace, built, tmp_path):
+    out = tmp_path / "run.jsonl"
+    assert run_kernels(workspace, LIBRARIES[0], "pingpong.send", "--sizes", "8", "-o", str(out)).returncode == 0
+    assert records(out)[1][0]["errors"] is None
+
+
+def test_shuffled_order_measures_the_same_set_of_sizes(workspace, built, tmp_path):
+    orders = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"shuffled{seed}.jsonl"
+        proc = run_kernels(workspace, LIBRARIES[1], "pingpong.send", "-m", "1:65536", "--shuffle", seed,
+                           "--min-samples", "3", "--max-samples", "3", "--min-sample-time", "1e-5", "-o", str(out))
+        assert proc.returncode == 0, proc.stderr
+        run, points, _ = records(out)
+        measured = [p["size"] for p in points]
+        assert run["args"]["order"] == measured and run["args"]["shuffle_seed"] == int(seed)
+        assert sorted(measured) == [2**k for k in range(17)]
+        orders.append(measured)
+    assert orders[0] != orders[1] and orders[0] != sorted(orders[0])
+
+
+def test_cache_rotation_alignment_and_datatype_are_recorded(workspace, built, tmp_path):
+    out = tmp_path / "rotate.jsonl"
+    proc = run_kernels(workspace, LIBRARIES[0], "pingpong.send", "--sizes", "8,4096", "--cache", "rotate",
+                       "--cache-size", "8388608", "--align", "8", "--datatype", "double", "--integrity",
+                       "--min-samples", "3", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    run, points, _ = records(out)
+    assert run["args"]["cache"] == "rotate" and run["args"]["buffer_bytes"] == 8388608
+    assert run["args"]["align"] == 8 and run["args"]["datatype"] == "double"
+    assert [p["errors"] for p in points] == [0, 0]
+    proc = run_kernels(workspace, LIBRARIES[0], "pingpong.send", "--sizes", "12", "--datatype", "double")
+    assert proc.returncode != 0 and "multiple of its size" in proc.stderr
+
+
+def test_schema_knows_exactly_the_kernels_the_binary_has(workspace, built):
+    from commbench.campaign import known_kernels
+
+    listed = json.loads((workspace / "build" / "kernels" / LIBRARIES[0] / "build.json").read_text())["kernels"]
+    assert sorted(k["kernel"] for k in listed) == sorted(known_kernels())
+    assert all(k["metric"] for k in listed)

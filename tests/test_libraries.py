@@ -41,7 +41,7 @@ def test_family_from_mpiexec_version():
 
 
 def test_on_node_launch_uses_shared_memory_and_binds():
-    plan = plan_launch("mpich", Placement("1N2P", 1, 2), "/b/k", "pingpong.send", ["-m", "1:8"], "/o",
+    plan = plan_launch("mpich", Placement("1N2P", 1, 2), "/b/k", ["pingpong.send", "-m", "1:8"], "/o",
                        cores=2)
     assert plan.command[:5] == ["mpiexec", "-n", "2", "-bind-to", "core"]
     assert "MPIR_CVAR_NOLOCAL" not in plan.env and plan.command[-2:] == ["-o", "/o"]
@@ -49,15 +49,15 @@ def test_on_node_launch_uses_shared_memory_and_binds():
 
 def test_emulated_off_node_forces_tcp_for_each_family():
     two_nodes = Placement("2N1P", 2, 1)
-    mpich = plan_launch("mpich", two_nodes, "/b/k", "k", [], "/o", cores=2)
+    mpich = plan_launch("mpich", two_nodes, "/b/k", ["k"], "/o", cores=2)
     assert mpich.env["MPIR_CVAR_NOLOCAL"] == "1" and mpich.env["FI_PROVIDER"] == "tcp"
-    ompi = plan_launch("openmpi", two_nodes, "/b/k", "k", [], "/o", cores=2)
+    ompi = plan_launch("openmpi", two_nodes, "/b/k", ["k"], "/o", cores=2)
     assert ompi.env["OMPI_MCA_btl"] == "self,tcp" and ompi.env["OMPI_MCA_pml"] == "ob1"
     assert two_nodes.transport == "tcp" and two_nodes.emulated
 
 
 def test_campaign_env_overrides_defaults_and_oversubscription_unbinds():
-    plan = plan_launch("openmpi", Placement("2N2P", 2, 2), "/b/k", "k", [], "/o",
+    plan = plan_launch("openmpi", Placement("2N2P", 2, 2), "/b/k", ["k"], "/o",
                        library_env={"OMPI_MCA_btl": "self,tcp,sm"}, cores=2)
     assert plan.env["OMPI_MCA_btl"] == "self,tcp,sm"
     assert "--oversubscribe" in plan.command and plan.binding == "none"

@@ -1,21 +1,35 @@
-/* commbench harness: the one place that owns timing, sizes, repetitions and
- * output records.  A kernel owns only its communication pattern. */
+/* commbench harness: the one place that owns timing, sizes, repetitions, buffers
+ * and output records.  A kernel owns only its communication pattern. */
 #ifndef COMMBENCH_HARNESS_H
 #define COMMBENCH_HARNESS_H
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define CB_RECORD_SCHEMA 1
 
-/* What a kernel sees: its communicator and two buffers at least as large as
- * the largest message of the run. */
+/* Message buffers as the cache mode lays them out.  With `slots` > 1 ("rotate",
+ * NetPIPE's no-cache mode) iteration i uses slot i % slots of a buffer larger
+ * than the last-level cache, so no message starts out cached. */
+struct cb_buffer {
+    unsigned char *base; /* page aligned allocation */
+    size_t align;        /* offset of every message from a page boundary */
+    size_t stride;       /* bytes between slots */
+    long slots;
+};
+
+/* What a kernel sees. */
 struct cb_context {
     MPI_Comm comm;
     int rank;
     int nprocs;
-    unsigned char *send_buf;
-    unsigned char *recv_buf;
+    MPI_Datatype datatype; /* MPI_BYTE, MPI_INT or MPI_DOUBLE: sizes stay in bytes */
+    size_t type_size;
+    struct cb_buffer send, recv;
+    int integrity;         /* fill and check every message, counting errors */
+    int inject_fault;      /* corrupt one byte per batch: proves the check works */
+    long errors;
 };
 
 struct cb_kernel {
@@ -26,7 +40,7 @@ struct cb_kernel {
      * a ping-pong iteration is a round trip, reported as half of it. */
     int legs_per_iteration;
     /* Run `iterations` repetitions of the pattern with messages of `size` bytes. */
-    void (*run)(const struct cb_context *ctx, size_t size, long iterations);
+    void (*run)(struct cb_context *ctx, size_t size, long iterations);
 };
 
 /* Each kernel family exports its kernels through one of these tables,
@@ -36,17 +50,56 @@ extern const struct cb_kernel cb_pingpong_kernels[];
 const struct cb_kernel *cb_find_kernel(const char *name);
 void cb_list_kernels(void);
 
+/* The message buffer of iteration i. */
+static inline unsigned char *cb_message(const struct cb_buffer *b, long i)
+{
+    unsigned char *first = b->base + b->align;
+    return b->slots > 1 ? first + (size_t)(i % b->slots) * b->stride : first;
+}
+
+static inline int cb_count(const struct cb_context *ctx, size_t size)
+{
+    return (int)(size / ctx->type_size);
+}
+
+/* Integrity mode: the pattern of byte j depends on the iteration and the leg of
+ * the pattern, so a stale or misplaced message is caught too. */
+static inline unsigned char cb_pattern(size_t j, long iteration, int leg)
+{
+    return (unsigned char)(j * 131u + (size_t)iteration * 7u + (size_t)leg * 101u + 1u);
+}
+
+void cb_fill_checked(struct cb_context *ctx, unsigned char *msg, size_t size, long iteration, int leg);
+void cb_check_received(struct cb_context *ctx, const unsigned char *msg, size_t size, long iteration, int leg);
+
+/* No-ops unless integrity mode is on. */
+static inline void cb_fill(struct cb_context *ctx, unsigned char *msg, size_t size, long iteration, int leg)
+{
+    if (ctx->integrity) cb_fill_checked(ctx, msg, size, iteration, leg);
+}
+
+static inline void cb_check(struct cb_context *ctx, const unsigned char *msg, size_t size, long iteration, int leg)
+{
+    if (ctx->integrity) cb_check_received(ctx, msg, size, iteration, leg);
+}
+
 /* Timers selectable with --timer. */
 enum cb_timer { CB_TIMER_MPI_WTIME, CB_TIMER_CLOCK_MONOTONIC };
 double cb_now(enum cb_timer timer);
 const char *cb_timer_name(enum cb_timer timer);
 
-/* Size schedules: fills *sizes (malloc'ed) and returns the count. */
-size_t cb_size_schedule(const char *schedule, size_t min, size_t max,
-                        const char *list, size_t **sizes);
+/* Size schedules (see sizes.c).  Returns the count and a malloc'ed array, or 0. */
+struct cb_schedule {
+    const char *name; /* powers | netpipe | small | large | list */
+    size_t min, max;
+    int per_octave;   /* netpipe */
+    size_t perturbation; /* netpipe */
+    size_t step;      /* small */
+    const char *list; /* list: "A,B,..." */
+};
+size_t cb_size_schedule(const struct cb_schedule *schedule, size_t **sizes);
 
 /* JSON Lines writer. */
-#include <stdio.h>
 void cb_json_string(FILE *out, const char *text);
 
 #endif

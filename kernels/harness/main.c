@@ -13,9 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
+#include "stopping.h"
 
 #define MAX_ITERATIONS_PER_SAMPLE 100000000L
 #define NAME_LEN 256
@@ -23,9 +26,8 @@
 struct cb_options {
     const char *kernel;
     const char *output;
-    const char *schedule;
-    const char *size_list;
-    size_t min_size, max_size;
+    struct cb_schedule schedule;
+    int sizes_given;          /* -m or --sizes on the command line */
     long warmup;
     long fixed_iterations;    /* 0: calibrate per size */
     double rse_target;
@@ -33,15 +35,28 @@ struct cb_options {
     double max_point_time_s;
     double min_sample_time_s; /* a sample lasts at least this long (and 100 timer ticks) */
     enum cb_timer timer;
+    long shuffle_seed;        /* < 0: sizes in schedule order */
+    const char *cache_mode;   /* reuse | rotate */
+    size_t cache_bytes;       /* rotate: bytes cycled through per buffer (0: 2x last-level cache) */
+    size_t align;
+    int integrity, inject_fault, print_sizes;
+    const char *datatype;     /* byte | int | double */
 };
 
 static void usage(FILE *out)
 {
     fputs("usage: commbench-kernels KERNEL [options]\n"
           "       commbench-kernels --list\n"
-          "  -m MIN:MAX            message sizes in bytes (default 1:4194304)\n"
-          "  --schedule NAME       powers | list (default powers)\n"
+          "sizes (bytes):\n"
+          "  -m MIN:MAX            range of the schedule (default 1:4194304; small: 4:8000)\n"
+          "  --schedule NAME       powers | netpipe | small | large | list (default powers)\n"
+          "  --per-octave K        netpipe points per octave (default 2)\n"
+          "  --perturbation P      netpipe: also measure each size -P and +P (default 3)\n"
+          "  --step S              small: step between sizes (default 32)\n"
           "  --sizes A,B,...       explicit sizes, implies --schedule list\n"
+          "  --shuffle SEED        measure the sizes in a random order drawn from SEED\n"
+          "  --print-sizes         print the sizes and exit\n"
+          "repetitions:\n"
           "  -x N                  warm-up iterations per size (default 10)\n"
           "  -i N                  fixed iterations per sample (default: calibrated)\n"
           "  --rse X               target relative standard error of the mean (default 0.01)\n"
@@ -50,6 +65,14 @@ static void usage(FILE *out)
           "  --max-point-time S    seconds spent on one size at most (default 5)\n"
           "  --min-sample-time S   seconds one sample lasts at least (default 1e-4)\n"
           "  --timer NAME          mpi_wtime | clock_monotonic (default mpi_wtime)\n"
+          "buffers and data:\n"
+          "  --cache MODE          reuse (one buffer) | rotate (no-cache: cycle through\n"
+          "                        a buffer larger than the last-level cache)\n"
+          "  --cache-size BYTES    rotate: buffer size (default 2x the last-level cache)\n"
+          "  --align N             offset of every message from a page boundary (default 0)\n"
+          "  --datatype NAME       byte | int | double: MPI datatype of the messages\n"
+          "  --integrity           fill and check every byte of every message\n"
+          "  --inject-fault        with --integrity: corrupt one byte per batch\n"
           "  -o PATH               JSON Lines output (default stdout)\n",
           out);
 }
@@ -68,21 +91,36 @@ static int parse_size(const char *text, size_t *value)
 static const char *parse_options(int argc, char **argv, struct cb_options *o, int *list_only)
 {
     *o = (struct cb_options){
-        .schedule = "powers", .min_size = 1, .max_size = 4194304, .warmup = 10,
-        .rse_target = 0.01, .min_samples = 10, .max_samples = 500,
+        .schedule = {.name = "powers", .min = 1, .max = 4194304, .per_octave = 2,
+                     .perturbation = 3, .step = 32},
+        .warmup = 10, .rse_target = 0.01, .min_samples = 10, .max_samples = 500,
         .max_point_time_s = 5.0, .min_sample_time_s = 1e-4, .timer = CB_TIMER_MPI_WTIME,
+        .shuffle_seed = -1, .cache_mode = "reuse", .datatype = "byte",
     };
     enum { OPT_SCHEDULE = 256, OPT_SIZES, OPT_RSE, OPT_MIN_SAMPLES, OPT_MAX_SAMPLES,
-           OPT_MAX_POINT_TIME, OPT_MIN_SAMPLE_TIME, OPT_TIMER, OPT_LIST };
+           OPT_MAX_POINT_TIME, OPT_MIN_SAMPLE_TIME, OPT_TIMER, OPT_LIST, OPT_PER_OCTAVE,
+           OPT_PERTURBATION, OPT_STEP, OPT_SHUFFLE, OPT_PRINT_SIZES, OPT_CACHE, OPT_CACHE_SIZE,
+           OPT_ALIGN, OPT_DATATYPE, OPT_INTEGRITY, OPT_INJECT_FAULT };
     static const struct option longopts[] = {
         {"schedule", required_argument, 0, OPT_SCHEDULE},
         {"sizes", required_argument, 0, OPT_SIZES},
+        {"per-octave", required_argument, 0, OPT_PER_OCTAVE},
+        {"perturbation", required_argument, 0, OPT_PERTURBATION},
+        {"step", required_argument, 0, OPT_STEP},
+        {"shuffle", required_argument, 0, OPT_SHUFFLE},
+        {"print-sizes", no_argument, 0, OPT_PRINT_SIZES},
         {"rse", required_argument, 0, OPT_RSE},
         {"min-samples", required_argument, 0, OPT_MIN_SAMPLES},
         {"max-samples", required_argument, 0, OPT_MAX_SAMPLES},
         {"max-point-time", required_argument, 0, OPT_MAX_POINT_TIME},
         {"min-sample-time", required_argument, 0, OPT_MIN_SAMPLE_TIME},
         {"timer", required_argument, 0, OPT_TIMER},
+        {"cache", required_argument, 0, OPT_CACHE},
+        {"cache-size", required_argument, 0, OPT_CACHE_SIZE},
+        {"align", required_argument, 0, OPT_ALIGN},
+        {"datatype", required_argument, 0, OPT_DATATYPE},
+        {"integrity", no_argument, 0, OPT_INTEGRITY},
+        {"inject-fault", no_argument, 0, OPT_INJECT_FAULT},
         {"list", no_argument, 0, OPT_LIST},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -93,17 +131,23 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
     while ((c = getopt_long(argc, argv, "m:x:i:o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'm': {
-            int n = parse_size(optarg, &o->min_size);
-            if (n < 0 || optarg[n] != ':' || parse_size(optarg + n + 1, &o->max_size) < 0
-                || o->min_size > o->max_size)
+            int n = parse_size(optarg, &o->schedule.min);
+            if (n < 0 || optarg[n] != ':' || parse_size(optarg + n + 1, &o->schedule.max) < 0
+                || o->schedule.min > o->schedule.max)
                 return "-m expects MIN:MAX in bytes with MIN <= MAX";
+            o->sizes_given = 1;
             break;
         }
         case 'x': o->warmup = atol(optarg); break;
         case 'i': o->fixed_iterations = atol(optarg); break;
         case 'o': o->output = optarg; break;
-        case OPT_SCHEDULE: o->schedule = optarg; break;
-        case OPT_SIZES: o->size_list = optarg; o->schedule = "list"; break;
+        case OPT_SCHEDULE: o->schedule.name = optarg; break;
+        case OPT_SIZES: o->schedule.list = optarg; o->schedule.name = "list"; o->sizes_given = 1; break;
+        case OPT_PER_OCTAVE: o->schedule.per_octave = atoi(optarg); break;
+        case OPT_PERTURBATION: if (parse_size(optarg, &o->schedule.perturbation) < 0) return "--perturbation expects bytes"; break;
+        case OPT_STEP: if (parse_size(optarg, &o->schedule.step) < 0) return "--step expects bytes"; break;
+        case OPT_SHUFFLE: o->shuffle_seed = atol(optarg); break;
+        case OPT_PRINT_SIZES: o->print_sizes = 1; break;
         case OPT_RSE: o->rse_target = atof(optarg); break;
         case OPT_MIN_SAMPLES: o->min_samples = atoi(optarg); break;
         case OPT_MAX_SAMPLES: o->max_samples = atoi(optarg); break;
@@ -114,6 +158,19 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
             else if (strcmp(optarg, "clock_monotonic") == 0) o->timer = CB_TIMER_CLOCK_MONOTONIC;
             else return "--timer expects mpi_wtime or clock_monotonic";
             break;
+        case OPT_CACHE:
+            if (strcmp(optarg, "reuse") && strcmp(optarg, "rotate")) return "--cache expects reuse or rotate";
+            o->cache_mode = optarg;
+            break;
+        case OPT_CACHE_SIZE: if (parse_size(optarg, &o->cache_bytes) < 0) return "--cache-size expects bytes"; break;
+        case OPT_ALIGN: if (parse_size(optarg, &o->align) < 0 || o->align >= 4096) return "--align expects 0..4095 bytes"; break;
+        case OPT_DATATYPE:
+            if (strcmp(optarg, "byte") && strcmp(optarg, "int") && strcmp(optarg, "double"))
+                return "--datatype expects byte, int or double";
+            o->datatype = optarg;
+            break;
+        case OPT_INTEGRITY: o->integrity = 1; break;
+        case OPT_INJECT_FAULT: o->inject_fault = 1; break;
         case OPT_LIST: *list_only = 1; return NULL;
         case 'h': usage(stdout); *list_only = -1; return NULL;
         default: return "unknown option (see --help)";
@@ -121,13 +178,18 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
     }
     if (optind != argc - 1) return "expected exactly one KERNEL name (see --list)";
     o->kernel = argv[optind];
+    if (!o->sizes_given && strcmp(o->schedule.name, "small") == 0) {
+        o->schedule.min = 4;      /* 1 to 2000 four-byte integers, as the reports measure */
+        o->schedule.max = 8000;
+    }
     if (o->warmup < 0 || o->fixed_iterations < 0) return "-x and -i must be >= 0";
     if (o->min_samples < 2 || o->max_samples < o->min_samples)
         return "--min-samples must be >= 2 and <= --max-samples";
     if (!(o->rse_target > 0) || !(o->max_point_time_s > 0) || !(o->min_sample_time_s >= 0))
         return "--rse and --max-point-time must be > 0, --min-sample-time >= 0";
-    if (strcmp(o->schedule, "list") == 0 && !o->size_list)
+    if (strcmp(o->schedule.name, "list") == 0 && !o->schedule.list)
         return "--schedule list needs --sizes";
+    if (o->inject_fault && !o->integrity) return "--inject-fault needs --integrity";
     return NULL;
 }
 
@@ -150,7 +212,7 @@ static int compare_doubles(const void *a, const void *b)
 }
 
 /* What the timed region costs with nothing in it: the median of many empty samples. */
-static double measure_overhead(const struct cb_kernel *kernel, const struct cb_context *ctx,
+static double measure_overhead(const struct cb_kernel *kernel, struct cb_context *ctx,
                                enum cb_timer timer)
 {
     enum { N = 1001 };
@@ -183,7 +245,7 @@ static void iso_now(char *out, size_t len)
 }
 
 /* One timed batch; every rank takes part, rank 0's elapsed time is returned. */
-static double timed_batch(const struct cb_kernel *kernel, const struct cb_context *ctx,
+static double timed_batch(const struct cb_kernel *kernel, struct cb_context *ctx,
                           size_t size, long iterations, enum cb_timer timer)
 {
     MPI_Barrier(ctx->comm);
@@ -195,7 +257,7 @@ static double timed_batch(const struct cb_kernel *kernel, const struct cb_contex
 /* Iterations per sample so that one sample lasts at least `target` seconds.
  * Two batches in a row must reach it: a first batch that is slow only because
  * it ran cold would otherwise leave every later sample too short. */
-static long calibrate(const struct cb_kernel *kernel, const struct cb_context *ctx,
+static long calibrate(const struct cb_kernel *kernel, struct cb_context *ctx,
                       size_t size, double target, enum cb_timer timer)
 {
     long decision[2] = {1, 0}; /* iterations, done */
@@ -221,9 +283,55 @@ static long calibrate(const struct cb_kernel *kernel, const struct cb_context *c
     return decision[0];
 }
 
+/* Last-level cache size, for the no-cache buffer; 32 MiB where the system does not say. */
+static size_t last_level_cache_bytes(void)
+{
+    long bytes = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (bytes <= 0) bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return bytes > 0 ? (size_t)bytes : (size_t)32 << 20;
+}
+
+static int allocate(struct cb_buffer *b, size_t bytes, size_t align)
+{
+    b->align = align;
+    b->slots = 1;
+    b->stride = 0;
+    if (posix_memalign((void **)&b->base, 4096, bytes + align + 4096)) return -1;
+    memset(b->base, 0, bytes + align + 4096);
+    return 0;
+}
+
+/* Rotate mode: as many slots of this size as fit the buffer, page-rounded apart. */
+static void lay_out(struct cb_buffer *b, const struct cb_options *o, size_t bytes, size_t size)
+{
+    if (strcmp(o->cache_mode, "rotate") != 0) return;
+    b->stride = (size + 4095) / 4096 * 4096;
+    if (b->stride == 0) b->stride = 4096;
+    b->slots = (long)(bytes / b->stride);
+    if (b->slots < 1) b->slots = 1;
+}
+
+/* xorshift64*: a portable generator so a seed means the same order everywhere. */
+static void shuffle_sizes(size_t *sizes, size_t n, long seed)
+{
+    uint64_t state = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = n; i > 1; i--) {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        size_t j = (size_t)((state * 0x2545F4914F6CDD1Dull) % i);
+        size_t tmp = sizes[i - 1];
+        sizes[i - 1] = sizes[j];
+        sizes[j] = tmp;
+    }
+}
+
 static void write_run_record(FILE *out, const struct cb_options *o, const struct cb_kernel *kernel,
                              const struct cb_context *ctx, double resolution, double overhead,
-                             const size_t *sizes, size_t nsizes)
+                             const size_t *sizes, size_t nsizes, size_t buffer_bytes)
 {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int version_len;
@@ -265,13 +373,16 @@ static void write_run_record(FILE *out, const struct cb_options *o, const struct
     fprintf(out, ",\"timer_resolution_s\":%.6g,\"harness_overhead_s\":%.6g,\"started\":\"%s\"",
             resolution, overhead, started);
     fputs(",\"args\":{\"schedule\":", out);
-    cb_json_string(out, o->schedule);
-    fputs(",\"sizes\":[", out);
+    cb_json_string(out, o->schedule.name);
+    fputs(",\"order\":[", out);
     for (size_t i = 0; i < nsizes; i++) fprintf(out, "%s%zu", i ? "," : "", sizes[i]);
-    fprintf(out, "],\"warmup\":%ld,\"iterations\":%ld,\"rse\":%.6g,\"min_samples\":%d,"
-                 "\"max_samples\":%d,\"max_point_time_s\":%.6g,\"min_sample_time_s\":%.6g}}\n",
-            o->warmup, o->fixed_iterations, o->rse_target, o->min_samples, o->max_samples,
-            o->max_point_time_s, o->min_sample_time_s);
+    fprintf(out, "],\"shuffle_seed\":%ld,\"warmup\":%ld,\"iterations\":%ld,\"rse\":%.6g,"
+                 "\"min_samples\":%d,\"max_samples\":%d,\"max_point_time_s\":%.6g,"
+                 "\"min_sample_time_s\":%.6g,\"cache\":\"%s\",\"buffer_bytes\":%zu,\"align\":%zu,"
+                 "\"datatype\":\"%s\",\"integrity\":%s,\"inject_fault\":%s}}\n",
+            o->shuffle_seed, o->warmup, o->fixed_iterations, o->rse_target, o->min_samples,
+            o->max_samples, o->max_point_time_s, o->min_sample_time_s, o->cache_mode, buffer_bytes,
+            o->align, o->datatype, o->integrity ? "true" : "false", o->inject_fault ? "true" : "false");
     fflush(out);
     free(names);
     free(bindings);
@@ -280,42 +391,54 @@ static void write_run_record(FILE *out, const struct cb_options *o, const struct
 /* Samples one size until the mean is known to the target precision, the sample
  * limit is reached, or the time cap for one size is spent. */
 static void measure_size(FILE *out, const struct cb_options *o, const struct cb_kernel *kernel,
-                         const struct cb_context *ctx, size_t size, double min_sample_time,
+                         struct cb_context *ctx, size_t size, double min_sample_time,
                          double *samples)
 {
+    ctx->errors = 0;
     if (o->warmup) timed_batch(kernel, ctx, size, o->warmup, o->timer);
     long iterations = o->fixed_iterations
                           ? o->fixed_iterations
                           : calibrate(kernel, ctx, size, min_sample_time, o->timer);
     double per_sample = (double)iterations * kernel->legs_per_iteration;
+    struct cb_stopping_rule rule = {o->rse_target, o->min_samples, o->max_samples, o->max_point_time_s};
+    struct cb_running running = {0};
     double started = cb_now(o->timer);
-    double mean = 0, m2 = 0, rse = INFINITY;
-    int n = 0, more = 1;
+    int more = 1;
     while (more) {
         double elapsed = timed_batch(kernel, ctx, size, iterations, o->timer);
         if (ctx->rank == 0) {
-            double x = elapsed / per_sample, delta = x - mean;
-            samples[n++] = x;
-            mean += delta / n;            /* Welford: stable running mean and variance */
-            m2 += delta * (x - mean);
-            if (n >= 2 && mean > 0) rse = sqrt(m2 / (n - 1) / n) / mean;
-            int precise = n >= o->min_samples && rse <= o->rse_target;
-            int capped = n >= o->max_samples || cb_now(o->timer) - started >= o->max_point_time_s;
-            more = !(precise || capped);
+            samples[running.n] = elapsed / per_sample;
+            cb_running_add(&running, samples[running.n]);
+            more = !cb_sampling_done(&running, &rule, cb_now(o->timer) - started);
         }
         MPI_Bcast(&more, 1, MPI_INT, 0, ctx->comm);
     }
+    long errors = 0;
+    MPI_Reduce(&ctx->errors, &errors, 1, MPI_LONG, MPI_SUM, 0, ctx->comm);
     if (ctx->rank != 0) return;
 
-    int settled = n >= o->min_samples && rse <= o->rse_target;
+    int n = running.n, settled = cb_running_settled(&running, &rule);
+    double rse = cb_running_rse(&running);
     fprintf(out, "{\"record\":\"point\",\"size\":%zu,\"iters_per_sample\":%ld,\"settled\":%s,"
-                 "\"rse\":%.6g,\"errors\":null,\"samples\":[",
+                 "\"rse\":%.6g,\"errors\":",
             size, iterations, settled ? "true" : "false", isfinite(rse) ? rse : -1.0);
+    if (o->integrity) fprintf(out, "%ld", errors);
+    else fputs("null", out);
+    fputs(",\"samples\":[", out);
     for (int i = 0; i < n; i++) fprintf(out, "%s%.9g", i ? "," : "", samples[i]);
     fputs("]}\n", out);
     fflush(out);
-    fprintf(stderr, "%s %zu B: %.4g s mean, %d samples of %ld iterations, rse %.2g%s\n",
-            kernel->name, size, mean, n, iterations, rse, settled ? "" : " (not settled)");
+    fprintf(stderr, "%s %zu B: %.4g s mean, %d samples of %ld iterations, rse %.2g%s%s\n",
+            kernel->name, size, running.mean, n, iterations, rse, settled ? "" : " (not settled)",
+            errors ? " INTEGRITY ERRORS" : "");
+}
+
+static MPI_Datatype datatype_of(const char *name, size_t *type_size)
+{
+    if (strcmp(name, "int") == 0) { *type_size = sizeof(int); return MPI_INT; }
+    if (strcmp(name, "double") == 0) { *type_size = sizeof(double); return MPI_DOUBLE; }
+    *type_size = 1;
+    return MPI_BYTE;
 }
 
 int main(int argc, char **argv)
@@ -335,26 +458,41 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
+    if (!error && !(nsizes = cb_size_schedule(&o.schedule, &sizes)))
+        error = "bad size schedule: --schedule powers|netpipe|small|large|list with MIN <= MAX, "
+                "or --sizes A,B,... of distinct byte counts";
+    if (!error && o.print_sizes) {
+        for (size_t i = 0; ctx.rank == 0 && i < nsizes; i++) printf("%zu\n", sizes[i]);
+        free(sizes);
+        MPI_Finalize();
+        return 0;
+    }
     if (!error && !(kernel = cb_find_kernel(o.kernel))) error = "unknown kernel (see --list)";
     if (!error && ctx.nprocs < kernel->min_ranks) error = "too few ranks for this kernel";
-    if (!error && !(nsizes = cb_size_schedule(o.schedule, o.min_size, o.max_size, o.size_list, &sizes)))
-        error = "bad size schedule: --schedule powers|list, --sizes A,B,... of bytes";
+    ctx.datatype = datatype_of(o.datatype, &ctx.type_size);
+    for (size_t i = 0; !error && i < nsizes; i++)
+        if (sizes[i] % ctx.type_size) error = "with --datatype int or double, every size must be a multiple of its size in bytes";
     if (error) {
         if (ctx.rank == 0) fprintf(stderr, "commbench-kernels: %s\n", error);
+        free(sizes);
         MPI_Finalize();
         return 2;
     }
+    ctx.integrity = o.integrity;
+    ctx.inject_fault = o.inject_fault;
 
-    size_t largest = 0;
+    size_t largest = 1;
     for (size_t i = 0; i < nsizes; i++) if (sizes[i] > largest) largest = sizes[i];
-    size_t buffer_len = largest ? largest : 1;
-    if (posix_memalign((void **)&ctx.send_buf, 4096, buffer_len)
-        || posix_memalign((void **)&ctx.recv_buf, 4096, buffer_len)) {
-        fprintf(stderr, "commbench-kernels: cannot allocate %zu bytes\n", buffer_len);
+    size_t buffer_bytes = largest;
+    if (strcmp(o.cache_mode, "rotate") == 0) {
+        size_t wanted = o.cache_bytes ? o.cache_bytes : 2 * last_level_cache_bytes();
+        buffer_bytes = wanted > 2 * largest ? wanted : 2 * largest;
+    }
+    if (allocate(&ctx.send, buffer_bytes, o.align) || allocate(&ctx.recv, buffer_bytes, o.align)) {
+        fprintf(stderr, "commbench-kernels: cannot allocate 2 x %zu bytes\n", buffer_bytes);
         MPI_Abort(ctx.comm, 3);
     }
-    for (size_t i = 0; i < buffer_len; i++) ctx.send_buf[i] = (unsigned char)(i * 7 + ctx.rank);
-    memset(ctx.recv_buf, 0, buffer_len);
+    if (o.shuffle_seed >= 0) shuffle_sizes(sizes, nsizes, o.shuffle_seed);
 
     FILE *out = stdout;
     if (ctx.rank == 0 && o.output && !(out = fopen(o.output, "w"))) {
@@ -362,30 +500,33 @@ int main(int argc, char **argv)
         MPI_Abort(ctx.comm, 3);
     }
 
-    double resolution = 0, overhead = 0;
+    double measuring_since = cb_now(o.timer), resolution = 0, overhead = 0;
     if (ctx.rank == 0) resolution = measure_resolution(o.timer);
     overhead = measure_overhead(kernel, &ctx, o.timer);
     MPI_Bcast(&resolution, 1, MPI_DOUBLE, 0, ctx.comm);
     MPI_Bcast(&overhead, 1, MPI_DOUBLE, 0, ctx.comm);
-    write_run_record(out, &o, kernel, &ctx, resolution, overhead, sizes, nsizes);
+    write_run_record(out, &o, kernel, &ctx, resolution, overhead, sizes, nsizes, buffer_bytes);
 
     /* A sample must dwarf both the timer's tick and the cost of timing it. */
     double min_sample_time = fmax(o.min_sample_time_s, fmax(100 * resolution, 100 * overhead));
     double *samples = malloc((size_t)o.max_samples * sizeof *samples);
-    for (size_t i = 0; i < nsizes; i++)
+    for (size_t i = 0; i < nsizes; i++) {
+        lay_out(&ctx.send, &o, buffer_bytes, sizes[i]);
+        lay_out(&ctx.recv, &o, buffer_bytes, sizes[i]);
         measure_size(out, &o, kernel, &ctx, sizes[i], min_sample_time, samples);
+    }
 
     if (ctx.rank == 0) {
         char finished[32];
         iso_now(finished, sizeof finished);
-        fprintf(out, "{\"record\":\"end\",\"status\":\"ok\",\"points\":%zu,\"finished\":\"%s\"}\n",
-                nsizes, finished);
+        fprintf(out, "{\"record\":\"end\",\"status\":\"ok\",\"points\":%zu,\"finished\":\"%s\","
+                     "\"elapsed_s\":%.6f}\n", nsizes, finished, cb_now(o.timer) - measuring_since);
         if (out != stdout) fclose(out);
     }
     free(samples);
     free(sizes);
-    free(ctx.send_buf);
-    free(ctx.recv_buf);
+    free(ctx.send.base);
+    free(ctx.recv.base);
     MPI_Finalize();
     return 0;
 }

@@ -1,42 +1,118 @@
+/* Message size schedules.  All sizes are bytes.
+ *
+ *   powers   min, 2 min, 4 min ... max (OSU/IMB; a min of 0 gives 0, 1, 2, 4 ...)
+ *   netpipe  per_octave geometric points per octave from max(min,1), each also at
+ *            -perturbation and +perturbation bytes (NetPIPE: 2 per octave, 3 bytes)
+ *   small    min, then every multiple of step up to max (the reports' small range,
+ *            4 B to 8000 B in steps of 32 B by default)
+ *   large    two points per octave, 2^k and 3 * 2^(k-1), from min to max
+ *   list     the sizes given, in that order, each once
+ */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 
-/* powers: min, 2*min, 4*min ... up to max (OSU/IMB style; a min of 0 gives 0, 1, 2, 4 ...).
- * list:   the comma-separated sizes given, in that order. */
-size_t cb_size_schedule(const char *schedule, size_t min, size_t max,
-                        const char *list, size_t **sizes)
-{
-    size_t count = 0, capacity = 64;
-    size_t *out = malloc(capacity * sizeof *out);
-    if (!out) return 0;
+struct size_list {
+    size_t *items;
+    size_t count, capacity;
+};
 
-    if (strcmp(schedule, "list") == 0) {
-        const char *p = list;
-        while (p && *p) {
-            char *end;
-            unsigned long long v = strtoull(p, &end, 10);
-            if (end == p) { free(out); return 0; }
-            if (count == capacity) {
-                capacity *= 2;
-                size_t *grown = realloc(out, capacity * sizeof *out);
-                if (!grown) { free(out); return 0; }
-                out = grown;
-            }
-            out[count++] = (size_t)v;
-            p = (*end == ',') ? end + 1 : end;
-            if (*end && *end != ',') { free(out); return 0; }
+static int push(struct size_list *l, size_t value)
+{
+    if (l->count == l->capacity) {
+        size_t capacity = l->capacity ? 2 * l->capacity : 64;
+        size_t *grown = realloc(l->items, capacity * sizeof *grown);
+        if (!grown) return -1;
+        l->items = grown;
+        l->capacity = capacity;
+    }
+    l->items[l->count++] = value;
+    return 0;
+}
+
+static int compare_sizes(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void sort_unique(struct size_list *l)
+{
+    qsort(l->items, l->count, sizeof *l->items, compare_sizes);
+    size_t kept = 0;
+    for (size_t i = 0; i < l->count; i++)
+        if (kept == 0 || l->items[i] != l->items[kept - 1]) l->items[kept++] = l->items[i];
+    l->count = kept;
+}
+
+static int push_in_range(struct size_list *l, const struct cb_schedule *s, size_t value)
+{
+    return (value >= s->min && value <= s->max) ? push(l, value) : 0;
+}
+
+static int parse_list(struct size_list *l, const char *text)
+{
+    const char *p = text;
+    while (p && *p) {
+        char *end;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p || (*end && *end != ',') || push(l, (size_t)v)) return -1;
+        p = *end ? end + 1 : end;
+    }
+    for (size_t i = 0; i < l->count; i++)   /* a size measured twice would be ambiguous */
+        for (size_t j = i + 1; j < l->count; j++)
+            if (l->items[i] == l->items[j]) return -1;
+    return l->count ? 0 : -1;
+}
+
+size_t cb_size_schedule(const struct cb_schedule *s, size_t **sizes)
+{
+    struct size_list l = {0};
+    int bad = 0;
+    const char *name = s->name;
+
+    if (strcmp(name, "list") == 0) {
+        bad = !s->list || parse_list(&l, s->list);
+    } else if (s->min > s->max) {
+        bad = 1;
+    } else if (strcmp(name, "powers") == 0) {
+        if (s->min == 0) bad |= push(&l, 0);
+        for (size_t v = s->min ? s->min : 1; v <= s->max && v != 0; v *= 2) bad |= push(&l, v);
+    } else if (strcmp(name, "netpipe") == 0) {
+        bad = s->per_octave < 1;
+        size_t start = s->min ? s->min : 1;
+        if (s->min == 0) bad |= push(&l, 0);
+        for (int i = 0; !bad; i++) {
+            double base = round((double)start * pow(2.0, (double)i / s->per_octave));
+            if (base > (double)s->max) break;
+            size_t b = (size_t)base;
+            if (b > s->perturbation) bad |= push_in_range(&l, s, b - s->perturbation);
+            bad |= push_in_range(&l, s, b);
+            bad |= push_in_range(&l, s, b + s->perturbation);
         }
-    } else if (strcmp(schedule, "powers") == 0) {
-        if (min == 0) out[count++] = 0;
-        for (size_t s = min ? min : 1; s <= max && count < capacity; s *= 2)
-            out[count++] = s;
+        sort_unique(&l);
+    } else if (strcmp(name, "small") == 0) {
+        bad = s->step == 0;
+        if (!bad) bad |= push(&l, s->min);
+        for (size_t v = (s->min / (s->step ? s->step : 1) + 1) * s->step; !bad && v <= s->max; v += s->step)
+            bad |= push(&l, v);
+    } else if (strcmp(name, "large") == 0) {
+        if (s->min == 0) bad |= push(&l, 0);
+        for (size_t v = 1; v <= s->max && v != 0 && !bad; v *= 2) {
+            bad |= push_in_range(&l, s, v);
+            if (v >= 2) bad |= push_in_range(&l, s, v + v / 2);
+        }
+        sort_unique(&l);
     } else {
-        free(out);
+        bad = 1;
+    }
+    if (bad || l.count == 0) {
+        free(l.items);
         return 0;
     }
-    *sizes = out;
-    return count;
+    *sizes = l.items;
+    return l.count;
 }

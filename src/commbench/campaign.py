@@ -116,16 +116,50 @@ def _check_consistency(config: dict, source: str) -> None:
     names = [p["name"] for p in config["placements"]]
     for name in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"placements: name {name!r} is used more than once")
-    for kernel, spec in config["kernels"].items():
+    known = known_kernels()
+    for entry, spec in config["kernels"].items():
+        kernel = kernel_of(entry)
+        if kernel not in known:
+            close = difflib.get_close_matches(kernel, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append(f"kernels: {kernel!r} is not a kernel{hint}; allowed values: {', '.join(known)}")
         sizes = spec["sizes"]
-        if "schedule" in sizes and parse_size(sizes["min"]) > parse_size(sizes["max"]):
-            problems.append(f"kernels.{kernel}.sizes: min {sizes['min']} is larger than max {sizes['max']}")
+        if "schedule" in sizes:
+            low, high = schedule_range(sizes)
+            if low > high:
+                problems.append(f"kernels.{entry}.sizes: min {sizes.get('min', low)} is larger than "
+                                f"max {sizes.get('max', high)}")
+        element = {"byte": 1, "int": 4, "double": 8}[spec["datatype"]]
+        if element > 1 and "list" in sizes:
+            odd = [s for s in sizes["list"] if parse_size(s) % element]
+            if odd:
+                problems.append(f"kernels.{entry}.sizes: with datatype {spec['datatype']}, sizes must be "
+                                f"multiples of {element} bytes; not: {', '.join(map(str, odd))}")
     precision = config["precision"]
     if precision["max_samples"] < precision["min_samples"]:
         problems.append(f"precision.max_samples ({precision['max_samples']}) is below "
                         f"precision.min_samples ({precision['min_samples']})")
     if problems:
         raise CampaignError(f"{source}: invalid campaign file\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def known_kernels() -> list[str]:
+    return list(_load_schema()["$defs"]["kernel"]["enum"])
+
+
+def kernel_of(entry: str) -> str:
+    """The kernel a campaign entry runs: 'pingpong.send@nocache' runs 'pingpong.send'."""
+    return entry.split("@", 1)[0]
+
+
+# Ranges a schedule covers when the campaign gives no min or max.
+SCHEDULE_DEFAULT_RANGE = {"powers": (1, 4 * 2**20), "netpipe": (1, 4 * 2**20),
+                          "small": (4, 8000), "large": (1, 4 * 2**20)}
+
+
+def schedule_range(sizes: dict) -> tuple[int, int]:
+    low, high = SCHEDULE_DEFAULT_RANGE[sizes["schedule"]]
+    return parse_size(sizes.get("min", low)), parse_size(sizes.get("max", high))
 
 
 @dataclass(frozen=True)
@@ -171,21 +205,37 @@ class Campaign:
     def placement(self, name: str) -> dict:
         return next(p for p in self.config["placements"] if p["name"] == name)
 
-    def kernel_args(self, kernel: str) -> list[str]:
-        """Command-line options of commbench-kernels for one kernel of this campaign."""
-        sizes = self.config["kernels"][kernel]["sizes"]
+    def kernel_args(self, entry: str, launch: int) -> list[str]:
+        """The kernel name and options commbench-kernels gets for one launch of one entry."""
+        spec = self.config["kernels"][entry]
+        sizes = spec["sizes"]
         if "list" in sizes:
             args = ["--sizes", ",".join(str(parse_size(s)) for s in sizes["list"])]
         else:
-            args = ["--schedule", sizes["schedule"],
-                    "-m", f"{parse_size(sizes['min'])}:{parse_size(sizes['max'])}"]
+            low, high = schedule_range(sizes)
+            args = ["--schedule", sizes["schedule"], "-m", f"{low}:{high}"]
+            for key, option in (("per_octave", "--per-octave"), ("perturbation", "--perturbation"),
+                                ("step", "--step")):
+                if key in sizes:
+                    args += [option, str(sizes[key])]
         precision = self.config["precision"]
-        return args + [
+        args += [
             "--rse", str(precision["rse"]),
             "--min-samples", str(precision["min_samples"]),
             "--max-samples", str(precision["max_samples"]),
             "--max-point-time", str(precision["max_point_time"]),
+            "-x", str(spec["warmup"]),
+            "--min-sample-time", str(spec["min_sample_time"]),
+            "--timer", spec["timer"],
+            "--cache", spec["cache"],
+            "--align", str(spec["align"]),
+            "--datatype", spec["datatype"],
         ]
+        if spec["integrity"]:
+            args.append("--integrity")
+        if self.config["shuffle"]:
+            args += ["--shuffle", str(launch)]
+        return [kernel_of(entry), *args]
 
     def runs(self):
         """Every (library, placement, kernel, launch) the campaign measures."""

@@ -24,7 +24,7 @@ def summary(target: str) -> int:
 
     path = _dataset_path(target)
     ds = open_campaign(path)
-    stats = ds.commbench.summary()
+    stats = ds.commbench.summary(ci=False)
     print(f"dataset: {path}")
     status = ds["status"].values.ravel().tolist()
     print(f"launches: {status.count('ok')} ok of {len(status)}")

@@ -58,6 +58,7 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
     rse = np.full(point_shape, np.nan)
     iters = np.zeros(point_shape, dtype=np.int64)
     errors = np.full(point_shape, np.nan)
+    position = np.full(point_shape, -1, dtype=np.int64)
     status = np.full(run_shape, "missing", dtype=object)
     resolution = np.full(run_shape, np.nan)
     overhead = np.full(run_shape, np.nan)
@@ -86,8 +87,9 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         binding[cell] = " ".join(run.get("cpu_binding", []))
         version[meta["library"]] = version[meta["library"]] or run["library_version"].strip()
         metric[meta["kernel"]] = run.get("metric", "")
-        for point in result.points:
+        for order, point in enumerate(result.points):
             at = cell[:3] + (si[point.size], cell[3])
+            position[at] = order
             time[at + (slice(0, len(point.samples)),)] = point.samples
             settled[at], rse[at], iters[at] = point.settled, point.rse, point.iters_per_sample
             errors[at] = np.nan if point.errors is None else point.errors
@@ -128,6 +130,8 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         "rse": (POINT_DIMS, rse, {"long_name": "relative standard error of the mean"}),
         "iters_per_sample": (POINT_DIMS, iters, {"long_name": "iterations timed together in one sample"}),
         "errors": (POINT_DIMS, errors, {"long_name": "integrity errors (NaN: not checked)"}),
+        "position": (POINT_DIMS, position, {"long_name": "when the size was measured in its launch "
+                                                         "(0: first; -1: not measured); sizes are shuffled per launch"}),
         "status": (RUN_DIMS, status.astype(str), {"long_name": "ok, failed, timeout, refused or missing"}),
         "timer_resolution_s": (RUN_DIMS, resolution, {"units": "s"}),
         "harness_overhead_s": (RUN_DIMS, overhead, {"units": "s"}),

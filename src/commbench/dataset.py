@@ -28,24 +28,13 @@ class CommbenchAccessor:
     def __init__(self, ds: xr.Dataset):
         self._ds = ds
 
-    def summary(self, dim=("launch", "sample")) -> xr.Dataset:
-        """Per point: median, mean and minimum time over all samples of all launches, and bandwidth.
+    def summary(self, ci: bool = True, n_boot: int = 1000, seed: int = 0) -> xr.Dataset:
+        """Per point, over all samples of all launches: median, mean, min, interquartile mean,
+        count, bandwidth (size / median, B/s) and, with ci, 95% bootstrap intervals of the mean
+        over samples (`mean_ci_samples`) and over launches (`mean_ci_launches`)."""
+        from .stats import summarize
 
-        Bandwidth is size / median time, in bytes per second (divide by 1e6 for MB/s).
-        """
-        time = self._ds["time"]
-        median = time.median(dim=list(dim))
-        out = xr.Dataset({
-            "median": median,
-            "mean": time.mean(dim=list(dim)),
-            "min": time.min(dim=list(dim)),
-            "count": time.count(dim=list(dim)),
-            "bandwidth": self._ds["size"] / median,
-        })
-        out["bandwidth"].attrs["units"] = "B/s"
-        for name in ("median", "mean", "min"):
-            out[name].attrs["units"] = "s"
-        return out
+        return summarize(self._ds["time"], self._ds["size"], ci=ci, n_boot=n_boot, seed=seed)
 
     def failed_runs(self):
         """A table of the (library, placement, kernel, launch) cells whose launch gave no data."""

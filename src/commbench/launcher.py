@@ -65,7 +65,7 @@ class LaunchPlan:
     binding: str = "core"
 
 
-def plan_launch(family: str, placement: Placement, binary: str, kernel: str, kernel_args: list[str],
+def plan_launch(family: str, placement: Placement, binary: str, kernel_args: list[str],
                 output: str, library_env: dict[str, str] | None = None,
                 cores: int | None = None) -> LaunchPlan:
     """mpiexec command line and environment for this family and placement on the local host."""
@@ -87,7 +87,7 @@ def plan_launch(family: str, placement: Placement, binary: str, kernel: str, ker
         launcher = ["mpiexec", "-n", str(nprocs), "-bind-to", binding]
     # The campaign's own settings (MCA parameters, CVARs) win over the defaults above.
     env.update(library_env or {})
-    command = launcher + [binary, kernel, *kernel_args, "-o", output]
+    command = launcher + [binary, *kernel_args, "-o", output]
     return LaunchPlan(command=command, env=env, binding=binding)
 
 
@@ -129,7 +129,7 @@ def run_launch(*, env_dir, binary, kernel: str, kernel_args: list[str], placemen
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
     partial.unlink(missing_ok=True)
-    plan = plan_launch(family, placement, str(Path(binary).resolve()), kernel, kernel_args,
+    plan = plan_launch(family, placement, str(Path(binary).resolve()), kernel_args,
                        str(partial.resolve()), library_env)
     env = {**os.environ, **plan.env}
     started = datetime.now(timezone.utc)

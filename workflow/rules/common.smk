@@ -28,7 +28,7 @@ wildcard_constraints:
     mpi=NAME,
     library=NAME,
     placement=NAME,
-    kernel=NAME,
+    kernel=r"[a-z][a-z0-9_.]*(@[A-Za-z0-9._+-]+)?",
     launch=r"\d+",
 
 
@@ -53,7 +53,7 @@ def launch_settings(wildcards):
     return json.dumps(
         {
             "placement": CAMPAIGN.placement(wildcards.placement),
-            "kernel_args": CAMPAIGN.kernel_args(wildcards.kernel),
+            "kernel_args": CAMPAIGN.kernel_args(wildcards.kernel, int(wildcards.launch)),
             "library_env": CAMPAIGN.library_env(wildcards.library),
             "mpi": CAMPAIGN.mpi_of(wildcards.library),
             "timeout": CAMPAIGN.config["timeout"],

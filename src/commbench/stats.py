@@ -1,0 +1,109 @@
+"""Per-point statistics over a campaign's samples, vectorised over every other dimension.
+
+Each function takes the `time` DataArray (or any array with `launch` and `sample`
+dims, NaN where absent) and reduces over samples, launches or both; the result
+broadcasts over library, placement, kernel and size.
+"""
+
+from __future__ import annotations
+
+import warnings
+from contextlib import contextmanager
+
+import numpy as np
+import xarray as xr
+
+POOLED = ("launch", "sample")
+
+
+@contextmanager
+def _empty_points_allowed():
+    """A point of a failed launch is all NaN; its statistics are NaN, not a warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="All-NaN slice", category=RuntimeWarning)
+        warnings.filterwarnings("ignore", message="Mean of empty slice", category=RuntimeWarning)
+        yield
+
+
+def median(time: xr.DataArray, dim=POOLED) -> xr.DataArray:
+    return time.median(dim=list(dim))
+
+
+def mean(time: xr.DataArray, dim=POOLED) -> xr.DataArray:
+    return time.mean(dim=list(dim))
+
+
+def minimum(time: xr.DataArray, dim=POOLED) -> xr.DataArray:
+    return time.min(dim=list(dim))
+
+
+def interquartile_mean(time: xr.DataArray, dim=POOLED) -> xr.DataArray:
+    """Mean of the samples between the first and third quartiles (inclusive): robust to outliers."""
+    q1 = time.quantile(0.25, dim=list(dim)).drop_vars("quantile")
+    q3 = time.quantile(0.75, dim=list(dim)).drop_vars("quantile")
+    inner = time.where((time >= q1) & (time <= q3))
+    return inner.mean(dim=list(dim))
+
+
+def _bootstrap_mean_interval(values: np.ndarray, n_boot: int, confidence: float,
+                             rng: np.random.Generator) -> tuple[float, float]:
+    values = values[np.isfinite(values)]
+    if values.size < 2:
+        return np.nan, np.nan
+    draws = rng.integers(0, values.size, size=(n_boot, values.size))
+    means = values[draws].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def bootstrap_ci(time: xr.DataArray, over: str = "sample", confidence: float = 0.95,
+                 n_boot: int = 1000, seed: int = 0) -> xr.DataArray:
+    """Percentile bootstrap interval of the mean time per point, with a `bound` dim (low, high).
+
+    over="sample": resamples every sample of every launch, pooled; it shows how well
+    the samples pin the mean down. over="launch": resamples whole launches (their
+    means); it shows how much a new launch could move the result, which on real
+    machines is often the larger of the two.
+    """
+    if over == "sample":
+        values = time.stack(_pool=POOLED)
+    elif over == "launch":
+        values = time.mean("sample").rename(launch="_pool")
+    else:
+        raise ValueError(f"over must be 'sample' or 'launch', got {over!r}")
+    rng = np.random.default_rng(seed)
+    keep = [d for d in values.dims if d != "_pool"]
+    flat = values.transpose(*keep, "_pool").values.reshape(-1, values.sizes["_pool"])
+    bounds = np.array([_bootstrap_mean_interval(row, n_boot, confidence, rng) for row in flat])
+    shape = [values.sizes[d] for d in keep] + [2]
+    coords = {name: coord for name, coord in time.coords.items()
+              if set(coord.dims) <= set(keep)}
+    result = xr.DataArray(bounds.reshape(shape), dims=keep + ["bound"],
+                          coords={**coords, "bound": ["low", "high"]})
+    result.attrs = {"long_name": f"{confidence:.0%} bootstrap interval of the mean, over {over}s",
+                    "units": time.attrs.get("units", "s")}
+    return result
+
+
+def summarize(time: xr.DataArray, sizes: xr.DataArray | None = None, ci: bool = True,
+              n_boot: int = 1000, seed: int = 0) -> xr.Dataset:
+    """Median, mean, minimum, interquartile mean, count and bandwidth per point, with intervals."""
+    with _empty_points_allowed():
+        return _summarize(time, sizes, ci, n_boot, seed)
+
+
+def _summarize(time, sizes, ci, n_boot, seed) -> xr.Dataset:
+    out = xr.Dataset({
+        "median": median(time), "mean": mean(time), "min": minimum(time),
+        "iqm": interquartile_mean(time), "count": time.count(dim=list(POOLED)),
+    })
+    for name in ("median", "mean", "min", "iqm"):
+        out[name].attrs["units"] = "s"
+    if sizes is not None:
+        out["bandwidth"] = sizes / out["median"]
+        out["bandwidth"].attrs = {"units": "B/s", "long_name": "size / median time (MB/s = 1e6 B/s)"}
+    if ci:
+        out["mean_ci_samples"] = bootstrap_ci(time, over="sample", n_boot=n_boot, seed=seed)
+        out["mean_ci_launches"] = bootstrap_ci(time, over="launch", n_boot=n_boot, seed=seed)
+    return out
