@@ -1,32 +1,56 @@
-/* Ping-pong between ranks 0 and 1; other ranks wait at the harness barrier. */
-#include "harness/harness.h"
+/* Ping-pong variants between ranks 0 and 1 (Sphinx's list); other ranks wait at
+ * the harness barrier.  Every metric: half the round trip, timed at rank 0. */
+#include <stdlib.h>
 
-/* metric: half the round trip of a blocking MPI_Send / MPI_Recv exchange, timed at rank 0. */
-static void pingpong_send(struct cb_context *ctx, size_t size, long iterations)
-{
-    int count = cb_count(ctx, size);
-    if (ctx->rank == 0) {
-        for (long i = 0; i < iterations; i++) {
-            unsigned char *out = cb_message(&ctx->send, i), *in = cb_message(&ctx->recv, i);
-            cb_fill(ctx, out, size, i, 0);
-            MPI_Send(out, count, ctx->datatype, 1, 0, ctx->comm);
-            MPI_Recv(in, count, ctx->datatype, 1, 0, ctx->comm, MPI_STATUS_IGNORE);
-            cb_check(ctx, in, size, i, 1);
-        }
-    } else if (ctx->rank == 1) {
-        for (long i = 0; i < iterations; i++) {
-            unsigned char *out = cb_message(&ctx->send, i), *in = cb_message(&ctx->recv, i);
-            MPI_Recv(in, count, ctx->datatype, 0, 0, ctx->comm, MPI_STATUS_IGNORE);
-            cb_check(ctx, in, size, i, 0);
-            cb_fill(ctx, out, size, i, 1);
-            MPI_Send(out, count, ctx->datatype, 0, 0, ctx->comm);
-        }
+#include "patterns.h"
+
+#define PINGPONG(fn, send, recv)                                                        \
+    static double fn(struct cb_context *ctx, size_t size, long iterations)             \
+    {                                                                                   \
+        if (ctx->rank > 1) return 2;                                                    \
+        return cb_pingpong(ctx, size, iterations, 1 - ctx->rank, ctx->rank == 0, send, recv); \
     }
+
+PINGPONG(pingpong_send, CB_SEND, CB_RECV)
+PINGPONG(pingpong_ssend, CB_SSEND, CB_RECV)
+PINGPONG(pingpong_isend, CB_ISEND, CB_RECV)
+PINGPONG(pingpong_irecv, CB_SEND, CB_IRECV)
+PINGPONG(pingpong_iprobe, CB_SEND, CB_IPROBE)
+PINGPONG(pingpong_anytag, CB_SEND, CB_ANY_TAG)
+PINGPONG(pingpong_anysource, CB_SEND, CB_ANY_SOURCE)
+PINGPONG(pingpong_bsend, CB_BSEND, CB_RECV)
+
+/* MPI_Bsend needs a buffer attached, outside the timed loop. */
+static const char *attach_bsend_buffer(struct cb_context *ctx, size_t max_size)
+{
+    int bytes = (int)max_size + MPI_BSEND_OVERHEAD;
+    if (max_size > (size_t)(1 << 30)) return "pingpong.bsend: messages above 1 GiB cannot be buffered";
+    ctx->state = malloc((size_t)bytes);
+    if (!ctx->state) return "pingpong.bsend: cannot allocate the attached buffer";
+    MPI_Buffer_attach(ctx->state, bytes);
+    return NULL;
 }
 
+static void detach_bsend_buffer(struct cb_context *ctx)
+{
+    void *buffer;
+    int bytes;
+    MPI_Buffer_detach(&buffer, &bytes);
+    free(ctx->state);
+    ctx->state = NULL;
+}
+
+#define HALF_ROUND_TRIP(calls) "half round trip of " calls " between ranks 0 and 1, timed at rank 0"
+
 const struct cb_kernel cb_pingpong_kernels[] = {
-    {"pingpong.send",
-     "half round trip of MPI_Send/MPI_Recv between ranks 0 and 1, timed at rank 0",
-     2, 2, pingpong_send},
+    {"pingpong.send", HALF_ROUND_TRIP("MPI_Send/MPI_Recv"), 2, pingpong_send, 0, 0, 0},
+    {"pingpong.ssend", HALF_ROUND_TRIP("MPI_Ssend/MPI_Recv"), 2, pingpong_ssend, 0, 0, 0},
+    {"pingpong.isend", HALF_ROUND_TRIP("MPI_Isend+MPI_Wait/MPI_Recv"), 2, pingpong_isend, 0, 0, 0},
+    {"pingpong.irecv", HALF_ROUND_TRIP("MPI_Send/MPI_Irecv+MPI_Wait"), 2, pingpong_irecv, 0, 0, 0},
+    {"pingpong.iprobe", HALF_ROUND_TRIP("MPI_Send/MPI_Iprobe until found, then MPI_Recv"), 2, pingpong_iprobe, 0, 0, 0},
+    {"pingpong.anytag", HALF_ROUND_TRIP("MPI_Send/MPI_Recv with MPI_ANY_TAG"), 2, pingpong_anytag, 0, 0, 0},
+    {"pingpong.anysource", HALF_ROUND_TRIP("MPI_Send/MPI_Recv with MPI_ANY_SOURCE"), 2, pingpong_anysource, 0, 0, 0},
+    {"pingpong.bsend", HALF_ROUND_TRIP("MPI_Bsend (buffer attached once)/MPI_Recv"), 2, pingpong_bsend,
+     attach_bsend_buffer, detach_bsend_buffer, 0},
     {0},
 };

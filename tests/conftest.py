@@ -42,3 +42,22 @@ def built(workspace) -> dict[str, Path]:
     # The target first: --configfile takes every word after it.
     snakemake(workspace, "builds", "--configfile", str(workspace / "config" / "campaigns" / "quick.yaml"))
     return {name: workspace / "build" / "kernels" / name / "commbench-kernels" for name in LIBRARIES}
+
+
+def launch(workspace: Path, library: str, placement, kernel_args: list[str], tmp_path: Path,
+           library_env: dict | None = None, timeout_s: float = 180):
+    """One launch through commbench's own launcher (binding, transports, emulated network),
+    read back through the raw-file reader, as a campaign would."""
+    import json as _json
+
+    from commbench.launcher import run_launch
+    from commbench.raw import read_raw
+
+    record = _json.loads((workspace / "build" / "envs" / library / "library.json").read_text())
+    output = tmp_path / f"{library}-{placement.name}-{kernel_args[0]}.jsonl"
+    with open(tmp_path / "console.log", "a") as log:
+        run_launch(env_dir=record["env_dir"], binary=workspace / "build" / "kernels" / library / "commbench-kernels",
+                   kernel=kernel_args[0], kernel_args=kernel_args, placement=placement, family=record["family"],
+                   library=library, mpi=library, launch=0, output=output, timeout_s=timeout_s,
+                   library_env=library_env, log=log)
+    return read_raw(output)

@@ -127,3 +127,27 @@ def test_missing_file_and_bad_yaml(tmp_path):
         load_campaign(tmp_path / "absent.yaml")
     with pytest.raises(CampaignError, match="not valid YAML"):
         load_campaign(write(tmp_path, "campaign: [unclosed\n"))
+
+
+def test_emulated_network_needs_two_nodes_and_a_tc_rate(tmp_path):
+    message = error_of(tmp_path, VALID.replace("{name: 1N2P, nodes: 1, ppn: 2}",
+                                               "{name: 1N2P, nodes: 1, ppn: 2, network: {rate: 1gbit, mtu: 1500}}"))
+    assert "an emulated interconnect needs nodes >= 2" in message
+    message = error_of(tmp_path, VALID.replace("{name: 2N1P, nodes: 2, ppn: 1}",
+                                               "{name: 2N1P, nodes: 2, ppn: 1, network: {rate: fast, mtu: 1500}}"))
+    assert "placements[1].network.rate" in message and "'fast'" in message
+
+
+def test_kernels_can_be_limited_to_some_placements(tmp_path):
+    text = VALID.replace("pingpong.send: {sizes: {list: [1, 1Ki, 64Ki]}}",
+                         "pingpong.send: {placements: [2N1P]}\n  memcpy: {placements: [1N2P]}")
+    campaign = load_campaign(write(tmp_path, text + "launches: 1\n"))
+    assert sorted((p, k) for _, p, k, _ in campaign.runs()) == [("1N2P", "memcpy"), ("1N2P", "memcpy"),
+                                                                ("2N1P", "pingpong.send"), ("2N1P", "pingpong.send")]
+    assert "'3N1P' not among the campaign's placements" in error_of(
+        tmp_path, VALID.replace("{sizes: {list: [1, 1Ki, 64Ki]}}", "{placements: [3N1P]}"))
+
+
+def test_shipped_campaigns_are_valid():
+    for path in sorted((REPO / "config" / "campaigns").glob("*.yaml")):
+        assert load_campaign(path).name == path.stem

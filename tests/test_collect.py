@@ -13,8 +13,9 @@ from commbench.raw import RawFileError, read_raw
 CONFIG = {
     "campaign": "unit",
     "libraries": {"libA": {"mpi": "mpich-x"}, "libB": {"mpi": "openmpi-y"}},
-    "placements": [{"name": "1N2P", "nodes": 1, "ppn": 2}, {"name": "2N1P", "nodes": 2, "ppn": 1}],
-    "kernels": {"pingpong.send": {"sizes": {"list": [1, 8]}}},
+    "placements": [{"name": "1N2P", "nodes": 1, "ppn": 2},
+                   {"name": "2N1P", "nodes": 2, "ppn": 1, "network": {"rate": "1gbit", "mtu": 1500}}],
+    "kernels": {"pingpong.send": {"sizes": {"list": [1, 8]}}, "memcpy": {"placements": ["1N2P"]}},
     "launches": 2,
 }
 LIBRARIES = {"mpich-x": {"name": "mpich-x", "family": "mpich"},
@@ -107,11 +108,15 @@ def test_dataset_has_the_contract_dims_and_marks_failed_and_refused_cells(tmp_pa
     ds = build_dataset(campaign(), results, LIBRARIES, BUILDS, refused)
 
     assert ds["time"].dims == ("library", "placement", "kernel", "size", "launch", "sample")
-    assert ds.sizes == {"library": 2, "placement": 2, "kernel": 1, "size": 2, "launch": 2, "sample": 3}
+    assert ds.sizes == {"library": 2, "placement": 2, "kernel": 2, "size": 2, "launch": 2, "sample": 3}
+    assert (ds["status"].sel(kernel="memcpy", placement="2N1P") == "skipped").all()
+    assert (ds["status"].sel(kernel="memcpy", placement="1N2P") == "missing").all()
+    assert list(ds["mtu"].values) == [0, 1500] and ds["network_rate"].sel(placement="2N1P").item() == 1e9
     assert list(ds["size"].values) == [1, 8]
-    assert ds["status"].sel(library="libB", placement="2N1P", launch=1).item() == "timeout"
-    assert ds["status"].sel(library="libA", placement="2N1P", launch=1).item() == "refused"
+    assert ds["status"].sel(library="libB", placement="2N1P", kernel="pingpong.send", launch=1).item() == "timeout"
+    assert ds["status"].sel(library="libA", placement="2N1P", kernel="pingpong.send", launch=1).item() == "refused"
     assert (ds["status"] == "ok").sum().item() == 6
+    assert (ds["status"].sel(kernel="pingpong.send") == "ok").sum().item() == 6
     # Refused and failed cells carry no time at all; others keep every sample, NaN-padded.
     assert ds["time"].sel(library="libA", placement="2N1P", launch=1).isnull().all()
     cell = ds["time"].sel(library="libA", placement="1N2P", kernel="pingpong.send", launch=0)
@@ -119,7 +124,7 @@ def test_dataset_has_the_contract_dims_and_marks_failed_and_refused_cells(tmp_pa
     assert np.isnan(cell.sel(size=8).values[1:]).all()
     positions = ds["position"].sel(library="libA", placement="1N2P", launch=0, kernel="pingpong.send")
     assert positions.values.tolist() == [0, 1]
-    assert ds["position"].sel(library="libB", placement="2N1P", launch=1).values.ravel().tolist() == [-1, -1]
+    assert ds["position"].sel(library="libB", placement="2N1P", kernel="pingpong.send", launch=1).values.tolist() == [-1, -1]
     assert list(ds["transport"].values) == ["shm", "tcp"] and list(ds["emulated"].values) == [False, True]
     assert list(ds["family"].values) == ["mpich", "openmpi"]
     assert ds["library_version"].sel(library="libA").item() == "libA version 1.0"
@@ -130,10 +135,11 @@ def test_dataset_has_the_contract_dims_and_marks_failed_and_refused_cells(tmp_pa
     path = tmp_path / "unit.nc"
     write_dataset(ds, path)
     back = open_campaign(path)
-    assert back["status"].sel(library="libB", placement="2N1P", launch=1).item() == "timeout"
+    assert back["status"].sel(library="libB", placement="2N1P", kernel="pingpong.send", launch=1).item() == "timeout"
     summary = back.commbench.summary()
-    assert summary["median"].sel(library="libA", placement="1N2P", size=1).item() == pytest.approx(1e-6)
-    assert len(back.commbench.failed_runs()) == 2
+    assert summary["median"].sel(library="libA", placement="1N2P", kernel="pingpong.send", size=1).item() == pytest.approx(1e-6)
+    failed = back.commbench.failed_runs()
+    assert sorted(failed["status"]) == ["missing"] * 4 + ["refused"] + ["skipped"] * 4 + ["timeout"]
 
 
 def test_strict_collection_raises_on_the_first_refused_file(tmp_path):

@@ -14,9 +14,22 @@
  * than the last-level cache, so no message starts out cached. */
 struct cb_buffer {
     unsigned char *base; /* page aligned allocation */
+    size_t bytes;        /* of the allocation */
     size_t align;        /* offset of every message from a page boundary */
     size_t stride;       /* bytes between slots */
     long slots;
+    long cursor;         /* slot the next batch starts at: rotation carries on across batches */
+};
+
+/* Kernel parameters from the command line (see --help); a kernel reads those it uses. */
+struct cb_params {
+    int window;          /* stream, rma: messages in flight per iteration (default 64; rma 1) */
+    int messages;        /* multipingpong: messages of one size each way (default 8) */
+    int pieces;          /* pieces: the message is sent as this many pieces (default 4) */
+    const char *sync;    /* rma: fence | lock | flush */
+    const char *halo;    /* halo: blocking | nonblocking */
+    int nodes;           /* placement: ranks are block-mapped, nprocs / nodes per node */
+    int proc_grid[2];    /* halo: process grid (0: MPI_Dims_create) */
 };
 
 /* What a kernel sees. */
@@ -27,34 +40,58 @@ struct cb_context {
     MPI_Datatype datatype; /* MPI_BYTE, MPI_INT or MPI_DOUBLE: sizes stay in bytes */
     size_t type_size;
     struct cb_buffer send, recv;
+    struct cb_params params;
+    int slots_per_iteration; /* message buffers one iteration uses (the kernel's slots) */
     int integrity;         /* fill and check every message, counting errors */
     int inject_fault;      /* corrupt one byte per batch: proves the check works */
     long errors;
+    void *state;           /* a kernel's own, from setup to teardown */
 };
 
 struct cb_kernel {
     const char *name;   /* campaign key, e.g. "pingpong.send" */
     const char *metric; /* one line: what one sample's time means */
     int min_ranks;
-    /* One sample is reported per this many legs of an iteration:
-     * a ping-pong iteration is a round trip, reported as half of it. */
-    int legs_per_iteration;
-    /* Run `iterations` repetitions of the pattern with messages of `size` bytes. */
-    void (*run)(struct cb_context *ctx, size_t size, long iterations);
+    /* Runs `iterations` repetitions of the pattern with messages of `size` bytes and
+     * returns how many units of its metric one iteration holds: 2 for a ping-pong
+     * (a round trip reported as its half), the window for a stream (per message). */
+    double (*run)(struct cb_context *ctx, size_t size, long iterations);
+    /* Optional, outside any timing: prepare for messages up to max_size, and undo it.
+     * A nonzero return from setup is an error message for rank 0 to print. */
+    const char *(*setup)(struct cb_context *ctx, size_t max_size);
+    void (*teardown)(struct cb_context *ctx);
+    /* Distinct message buffers one iteration uses (a window of Irecvs may not share one). */
+    int (*slots)(const struct cb_params *params);
 };
 
 /* Each kernel family exports its kernels through one of these tables,
  * terminated by an entry whose name is NULL. */
 extern const struct cb_kernel cb_pingpong_kernels[];
+extern const struct cb_kernel cb_twoway_kernels[];
+extern const struct cb_kernel cb_stream_kernels[];
+extern const struct cb_kernel cb_rma_kernels[];
+extern const struct cb_kernel cb_multipair_kernels[];
+extern const struct cb_kernel cb_multipingpong_kernels[];
+extern const struct cb_kernel cb_ring_kernels[];
+extern const struct cb_kernel cb_halo_kernels[];
+extern const struct cb_kernel cb_baseline_kernels[];
 
 const struct cb_kernel *cb_find_kernel(const char *name);
 void cb_list_kernels(void);
 
-/* The message buffer of iteration i. */
-static inline unsigned char *cb_message(const struct cb_buffer *b, long i)
+/* Message buffer number k (iteration i, message j of `slots` per iteration: k = i * slots + j). */
+static inline unsigned char *cb_message(const struct cb_buffer *b, long k)
 {
     unsigned char *first = b->base + b->align;
-    return b->slots > 1 ? first + (size_t)(i % b->slots) * b->stride : first;
+    return b->slots > 1 ? first + (size_t)((b->cursor + k) % b->slots) * b->stride : first;
+}
+
+/* Node of a rank when `nodes` nodes hold the ranks in blocks (how mpiexec and Slurm place them). */
+static inline int cb_node_of(const struct cb_context *ctx, int rank)
+{
+    int nodes = ctx->params.nodes > 0 ? ctx->params.nodes : 1;
+    int per_node = (ctx->nprocs + nodes - 1) / nodes;
+    return rank / per_node;
 }
 
 static inline int cb_count(const struct cb_context *ctx, size_t size)

@@ -41,6 +41,7 @@ struct cb_options {
     size_t align;
     int integrity, inject_fault, print_sizes;
     const char *datatype;     /* byte | int | double */
+    struct cb_params params;
 };
 
 static void usage(FILE *out)
@@ -72,6 +73,14 @@ static void usage(FILE *out)
           "  --align N             offset of every message from a page boundary (default 0)\n"
           "  --datatype NAME       byte | int | double: MPI datatype of the messages\n"
           "  --integrity           fill and check every byte of every message\n"
+          "kernel parameters:\n"
+          "  --window N            messages in flight per iteration: stream, multipair.stream, rma (64)\n"
+          "  --messages N          multipingpong: messages each way (8)\n"
+          "  --pieces K            pieces: the message is sent as K pieces (4)\n"
+          "  --rma-sync NAME       rma.put/get: fence | lock | flush (fence)\n"
+          "  --halo NAME           halo.jacobi2d: blocking | nonblocking (blocking)\n"
+          "  --proc-grid PXxPY     halo.jacobi2d: process grid (default MPI_Dims_create)\n"
+          "  --nodes N             nodes the ranks span, in blocks (multipair pairs across them) (1)\n"
           "  --inject-fault        with --integrity: corrupt one byte per batch\n"
           "  -o PATH               JSON Lines output (default stdout)\n",
           out);
@@ -96,11 +105,13 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
         .warmup = 10, .rse_target = 0.01, .min_samples = 10, .max_samples = 500,
         .max_point_time_s = 5.0, .min_sample_time_s = 1e-4, .timer = CB_TIMER_MPI_WTIME,
         .shuffle_seed = -1, .cache_mode = "reuse", .datatype = "byte",
+        .params = {.window = 64, .messages = 8, .pieces = 4, .sync = "fence", .halo = "blocking", .nodes = 1},
     };
     enum { OPT_SCHEDULE = 256, OPT_SIZES, OPT_RSE, OPT_MIN_SAMPLES, OPT_MAX_SAMPLES,
            OPT_MAX_POINT_TIME, OPT_MIN_SAMPLE_TIME, OPT_TIMER, OPT_LIST, OPT_PER_OCTAVE,
            OPT_PERTURBATION, OPT_STEP, OPT_SHUFFLE, OPT_PRINT_SIZES, OPT_CACHE, OPT_CACHE_SIZE,
-           OPT_ALIGN, OPT_DATATYPE, OPT_INTEGRITY, OPT_INJECT_FAULT };
+           OPT_ALIGN, OPT_DATATYPE, OPT_INTEGRITY, OPT_INJECT_FAULT, OPT_WINDOW, OPT_MESSAGES,
+           OPT_PIECES, OPT_RMA_SYNC, OPT_HALO, OPT_NODES, OPT_PROC_GRID };
     static const struct option longopts[] = {
         {"schedule", required_argument, 0, OPT_SCHEDULE},
         {"sizes", required_argument, 0, OPT_SIZES},
@@ -121,6 +132,13 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
         {"datatype", required_argument, 0, OPT_DATATYPE},
         {"integrity", no_argument, 0, OPT_INTEGRITY},
         {"inject-fault", no_argument, 0, OPT_INJECT_FAULT},
+        {"window", required_argument, 0, OPT_WINDOW},
+        {"messages", required_argument, 0, OPT_MESSAGES},
+        {"pieces", required_argument, 0, OPT_PIECES},
+        {"rma-sync", required_argument, 0, OPT_RMA_SYNC},
+        {"halo", required_argument, 0, OPT_HALO},
+        {"nodes", required_argument, 0, OPT_NODES},
+        {"proc-grid", required_argument, 0, OPT_PROC_GRID},
         {"list", no_argument, 0, OPT_LIST},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -171,6 +189,24 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
             break;
         case OPT_INTEGRITY: o->integrity = 1; break;
         case OPT_INJECT_FAULT: o->inject_fault = 1; break;
+        case OPT_WINDOW: o->params.window = atoi(optarg); break;
+        case OPT_MESSAGES: o->params.messages = atoi(optarg); break;
+        case OPT_PIECES: o->params.pieces = atoi(optarg); break;
+        case OPT_RMA_SYNC:
+            if (strcmp(optarg, "fence") && strcmp(optarg, "lock") && strcmp(optarg, "flush"))
+                return "--rma-sync expects fence, lock or flush";
+            o->params.sync = optarg;
+            break;
+        case OPT_HALO:
+            if (strcmp(optarg, "blocking") && strcmp(optarg, "nonblocking")) return "--halo expects blocking or nonblocking";
+            o->params.halo = optarg;
+            break;
+        case OPT_NODES: o->params.nodes = atoi(optarg); break;
+        case OPT_PROC_GRID:
+            if (sscanf(optarg, "%dx%d", &o->params.proc_grid[0], &o->params.proc_grid[1]) != 2
+                || o->params.proc_grid[0] < 1 || o->params.proc_grid[1] < 1)
+                return "--proc-grid expects PXxPY, e.g. 2x2";
+            break;
         case OPT_LIST: *list_only = 1; return NULL;
         case 'h': usage(stdout); *list_only = -1; return NULL;
         default: return "unknown option (see --help)";
@@ -190,6 +226,8 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
     if (strcmp(o->schedule.name, "list") == 0 && !o->schedule.list)
         return "--schedule list needs --sizes";
     if (o->inject_fault && !o->integrity) return "--inject-fault needs --integrity";
+    if (o->params.window < 1 || o->params.window > 1024) return "--window must be 1..1024";
+    if (o->params.nodes < 1) return "--nodes must be >= 1";
     return NULL;
 }
 
@@ -220,7 +258,7 @@ static double measure_overhead(const struct cb_kernel *kernel, struct cb_context
     for (int i = 0; i < N; i++) {
         MPI_Barrier(ctx->comm);
         double t0 = cb_now(timer);
-        kernel->run(ctx, 0, 0);
+        (void)kernel->run(ctx, 0, 0);
         t[i] = cb_now(timer) - t0;
     }
     qsort(t, N, sizeof t[0], compare_doubles);
@@ -244,14 +282,20 @@ static void iso_now(char *out, size_t len)
     strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 }
 
-/* One timed batch; every rank takes part, rank 0's elapsed time is returned. */
+/* One timed batch; every rank takes part, rank 0's elapsed time is returned and
+ * *units set to how many units of the kernel's metric one iteration holds. */
 static double timed_batch(const struct cb_kernel *kernel, struct cb_context *ctx,
-                          size_t size, long iterations, enum cb_timer timer)
+                          size_t size, long iterations, enum cb_timer timer, double *units)
 {
     MPI_Barrier(ctx->comm);
     double t0 = cb_now(timer);
-    kernel->run(ctx, size, iterations);
-    return cb_now(timer) - t0;
+    double per_iteration = kernel->run(ctx, size, iterations);
+    double elapsed = cb_now(timer) - t0;
+    if (units) *units = per_iteration;
+    /* Every rank ran the same iterations, so every rank's cursors stay in step. */
+    ctx->send.cursor = (ctx->send.cursor + iterations * ctx->slots_per_iteration) % ctx->send.slots;
+    ctx->recv.cursor = (ctx->recv.cursor + iterations * ctx->slots_per_iteration) % ctx->recv.slots;
+    return elapsed;
 }
 
 /* Iterations per sample so that one sample lasts at least `target` seconds.
@@ -264,7 +308,7 @@ static long calibrate(const struct cb_kernel *kernel, struct cb_context *ctx,
     int reached_once = 0;
     while (!decision[1]) {
         long n = decision[0];
-        double elapsed = timed_batch(kernel, ctx, size, n, timer);
+        double elapsed = timed_batch(kernel, ctx, size, n, timer, NULL);
         if (ctx->rank == 0) {
             if (elapsed >= target || n >= MAX_ITERATIONS_PER_SAMPLE) {
                 decision[1] = reached_once;
@@ -294,24 +338,31 @@ static size_t last_level_cache_bytes(void)
     return bytes > 0 ? (size_t)bytes : (size_t)32 << 20;
 }
 
+static size_t page_round(size_t bytes)
+{
+    return bytes ? (bytes + 4095) / 4096 * 4096 : 4096;
+}
+
 static int allocate(struct cb_buffer *b, size_t bytes, size_t align)
 {
     b->align = align;
     b->slots = 1;
     b->stride = 0;
-    if (posix_memalign((void **)&b->base, 4096, bytes + align + 4096)) return -1;
-    memset(b->base, 0, bytes + align + 4096);
+    b->bytes = bytes + align + 4096;
+    if (posix_memalign((void **)&b->base, 4096, b->bytes)) return -1;
+    memset(b->base, 0, b->bytes);
     return 0;
 }
 
-/* Rotate mode: as many slots of this size as fit the buffer, page-rounded apart. */
-static void lay_out(struct cb_buffer *b, const struct cb_options *o, size_t bytes, size_t size)
+/* Slots a page-rounded stride apart: the kernel's own count (a window of Irecvs
+ * needs distinct buffers), or in rotate mode as many as the buffer holds. */
+static void lay_out(struct cb_buffer *b, const struct cb_options *o, size_t bytes, size_t size, int kernel_slots)
 {
-    if (strcmp(o->cache_mode, "rotate") != 0) return;
-    b->stride = (size + 4095) / 4096 * 4096;
-    if (b->stride == 0) b->stride = 4096;
-    b->slots = (long)(bytes / b->stride);
-    if (b->slots < 1) b->slots = 1;
+    b->stride = page_round(size);
+    b->slots = kernel_slots;
+    b->cursor = 0;
+    if (strcmp(o->cache_mode, "rotate") == 0 && (long)(bytes / b->stride) > b->slots)
+        b->slots = (long)(bytes / b->stride);
 }
 
 /* xorshift64*: a portable generator so a seed means the same order everywhere. */
@@ -379,10 +430,14 @@ static void write_run_record(FILE *out, const struct cb_options *o, const struct
     fprintf(out, "],\"shuffle_seed\":%ld,\"warmup\":%ld,\"iterations\":%ld,\"rse\":%.6g,"
                  "\"min_samples\":%d,\"max_samples\":%d,\"max_point_time_s\":%.6g,"
                  "\"min_sample_time_s\":%.6g,\"cache\":\"%s\",\"buffer_bytes\":%zu,\"align\":%zu,"
-                 "\"datatype\":\"%s\",\"integrity\":%s,\"inject_fault\":%s}}\n",
+                 "\"datatype\":\"%s\",\"integrity\":%s,\"inject_fault\":%s,\"window\":%d,"
+                 "\"messages\":%d,\"pieces\":%d,\"rma_sync\":\"%s\",\"halo\":\"%s\",\"nodes\":%d,"
+                 "\"proc_grid\":[%d,%d]}}\n",
             o->shuffle_seed, o->warmup, o->fixed_iterations, o->rse_target, o->min_samples,
             o->max_samples, o->max_point_time_s, o->min_sample_time_s, o->cache_mode, buffer_bytes,
-            o->align, o->datatype, o->integrity ? "true" : "false", o->inject_fault ? "true" : "false");
+            o->align, o->datatype, o->integrity ? "true" : "false", o->inject_fault ? "true" : "false",
+            o->params.window, o->params.messages, o->params.pieces, o->params.sync, o->params.halo,
+            o->params.nodes, o->params.proc_grid[0], o->params.proc_grid[1]);
     fflush(out);
     free(names);
     free(bindings);
@@ -395,19 +450,18 @@ static void measure_size(FILE *out, const struct cb_options *o, const struct cb_
                          double *samples)
 {
     ctx->errors = 0;
-    if (o->warmup) timed_batch(kernel, ctx, size, o->warmup, o->timer);
+    if (o->warmup) timed_batch(kernel, ctx, size, o->warmup, o->timer, NULL);
     long iterations = o->fixed_iterations
                           ? o->fixed_iterations
                           : calibrate(kernel, ctx, size, min_sample_time, o->timer);
-    double per_sample = (double)iterations * kernel->legs_per_iteration;
     struct cb_stopping_rule rule = {o->rse_target, o->min_samples, o->max_samples, o->max_point_time_s};
     struct cb_running running = {0};
     double started = cb_now(o->timer);
     int more = 1;
     while (more) {
-        double elapsed = timed_batch(kernel, ctx, size, iterations, o->timer);
+        double units, elapsed = timed_batch(kernel, ctx, size, iterations, o->timer, &units);
         if (ctx->rank == 0) {
-            samples[running.n] = elapsed / per_sample;
+            samples[running.n] = elapsed / ((double)iterations * units);
             cb_running_add(&running, samples[running.n]);
             more = !cb_sampling_done(&running, &rule, cb_now(o->timer) - started);
         }
@@ -480,17 +534,29 @@ int main(int argc, char **argv)
     }
     ctx.integrity = o.integrity;
     ctx.inject_fault = o.inject_fault;
+    ctx.params = o.params;
+    ctx.slots_per_iteration = kernel->slots ? kernel->slots(&o.params) : 1;
 
     size_t largest = 1;
     for (size_t i = 0; i < nsizes; i++) if (sizes[i] > largest) largest = sizes[i];
-    size_t buffer_bytes = largest;
+    int kernel_slots = ctx.slots_per_iteration;
+    size_t buffer_bytes = page_round(largest) * (size_t)kernel_slots;
     if (strcmp(o.cache_mode, "rotate") == 0) {
         size_t wanted = o.cache_bytes ? o.cache_bytes : 2 * last_level_cache_bytes();
-        buffer_bytes = wanted > 2 * largest ? wanted : 2 * largest;
+        buffer_bytes = wanted > 2 * buffer_bytes ? wanted : 2 * buffer_bytes;
     }
     if (allocate(&ctx.send, buffer_bytes, o.align) || allocate(&ctx.recv, buffer_bytes, o.align)) {
         fprintf(stderr, "commbench-kernels: cannot allocate 2 x %zu bytes\n", buffer_bytes);
         MPI_Abort(ctx.comm, 3);
+    }
+    const char *problem = kernel->setup ? kernel->setup(&ctx, largest) : NULL;
+    int failed = problem != NULL, any_failed = 0;
+    MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_LOR, ctx.comm);
+    if (any_failed) {
+        if (ctx.rank == 0) fprintf(stderr, "commbench-kernels: %s: %s\n", kernel->name,
+                                   problem ? problem : "set-up failed on another rank");
+        MPI_Finalize();
+        return 2;
     }
     if (o.shuffle_seed >= 0) shuffle_sizes(sizes, nsizes, o.shuffle_seed);
 
@@ -511,8 +577,8 @@ int main(int argc, char **argv)
     double min_sample_time = fmax(o.min_sample_time_s, fmax(100 * resolution, 100 * overhead));
     double *samples = malloc((size_t)o.max_samples * sizeof *samples);
     for (size_t i = 0; i < nsizes; i++) {
-        lay_out(&ctx.send, &o, buffer_bytes, sizes[i]);
-        lay_out(&ctx.recv, &o, buffer_bytes, sizes[i]);
+        lay_out(&ctx.send, &o, buffer_bytes, sizes[i], kernel_slots);
+        lay_out(&ctx.recv, &o, buffer_bytes, sizes[i], kernel_slots);
         measure_size(out, &o, kernel, &ctx, sizes[i], min_sample_time, samples);
     }
 
@@ -523,6 +589,7 @@ int main(int argc, char **argv)
                      "\"elapsed_s\":%.6f}\n", nsizes, finished, cb_now(o.timer) - measuring_since);
         if (out != stdout) fclose(out);
     }
+    if (kernel->teardown) kernel->teardown(&ctx);
     free(samples);
     free(sizes);
     free(ctx.send.base);

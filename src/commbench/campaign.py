@@ -116,6 +116,10 @@ def _check_consistency(config: dict, source: str) -> None:
     names = [p["name"] for p in config["placements"]]
     for name in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"placements: name {name!r} is used more than once")
+    for placement in config["placements"]:
+        if "network" in placement and placement["nodes"] < 2:
+            problems.append(f"placements: {placement['name']!r} has a network but nodes: {placement['nodes']}; "
+                            "an emulated interconnect needs nodes >= 2 (ranks on one node use shared memory)")
     known = known_kernels()
     for entry, spec in config["kernels"].items():
         kernel = kernel_of(entry)
@@ -129,6 +133,10 @@ def _check_consistency(config: dict, source: str) -> None:
             if low > high:
                 problems.append(f"kernels.{entry}.sizes: min {sizes.get('min', low)} is larger than "
                                 f"max {sizes.get('max', high)}")
+        unknown = [p for p in spec.get("placements", []) if p not in names]
+        if unknown:
+            problems.append(f"kernels.{entry}.placements: {', '.join(map(repr, unknown))} not among the "
+                            f"campaign's placements: {', '.join(names)}")
         element = {"byte": 1, "int": 4, "double": 8}[spec["datatype"]]
         if element > 1 and "list" in sizes:
             odd = [s for s in sizes["list"] if parse_size(s) % element]
@@ -230,20 +238,31 @@ class Campaign:
             "--cache", spec["cache"],
             "--align", str(spec["align"]),
             "--datatype", spec["datatype"],
+            "--window", str(spec["window"]),
+            "--messages", str(spec["messages"]),
+            "--pieces", str(spec["pieces"]),
+            "--rma-sync", spec["sync"],
+            "--halo", spec["halo"],
         ]
+        if "proc_grid" in spec:
+            args += ["--proc-grid", "x".join(map(str, spec["proc_grid"]))]
         if spec["integrity"]:
             args.append("--integrity")
         if self.config["shuffle"]:
             args += ["--shuffle", str(launch)]
         return [kernel_of(entry), *args]
 
+    def runs_on(self, kernel: str, placement: str) -> bool:
+        return placement in self.config["kernels"][kernel].get("placements", self.placements)
+
     def runs(self):
         """Every (library, placement, kernel, launch) the campaign measures."""
         for library in self.libraries:
             for placement in self.placements:
                 for kernel in self.kernels:
-                    for launch in range(self.launches):
-                        yield library, placement, kernel, launch
+                    if self.runs_on(kernel, placement):
+                        for launch in range(self.launches):
+                            yield library, placement, kernel, launch
 
 
 def _env_value(value) -> str:

@@ -18,8 +18,6 @@ def _dataset_path(target: str) -> Path:
 
 
 def summary(target: str) -> int:
-    import numpy as np
-
     from .dataset import open_campaign
 
     path = _dataset_path(target)
@@ -27,19 +25,23 @@ def summary(target: str) -> int:
     stats = ds.commbench.summary(ci=False)
     print(f"dataset: {path}")
     status = ds["status"].values.ravel().tolist()
-    print(f"launches: {status.count('ok')} ok of {len(status)}")
-    sizes = ds["size"].values
-    small, large = sizes.min(), sizes.max()
-    print(f"{'library':<24}{'placement':<12}{'kernel':<18}{f'{small} B latency (us)':>20}"
-          f"{f'{large} B bandwidth (MB/s)':>28}")
+    asked = [s for s in status if s != "skipped"]
+    print(f"launches: {asked.count('ok')} ok of {len(asked)}")
+    print(f"{'library':<20}{'placement':<10}{'kernel':<28}{'smallest size: time (us)':>26}"
+          f"{'largest size: MB/s':>26}")
     for lib in ds.library.values:
         for pl in ds.placement.values:
             for k in ds.kernel.values:
-                cell = stats.sel(library=lib, placement=pl, kernel=k)
-                lat = cell["median"].sel(size=small).item()
-                bw = cell["bandwidth"].sel(size=large).item()
-                show = (lambda v, scale: f"{v * scale:.3f}" if np.isfinite(v) else "n/a")
-                print(f"{lib:<24}{pl:<12}{k:<18}{show(lat, 1e6):>20}{show(bw, 1e-6):>28}")
+                if (ds["status"].sel(library=lib, placement=pl, kernel=k) == "skipped").all():
+                    continue
+                median = stats["median"].sel(library=lib, placement=pl, kernel=k).dropna("size")
+                if median.size == 0:
+                    print(f"{lib:<20}{pl:<10}{k:<28}{'no data':>26}")
+                    continue
+                small, large = int(median["size"][0]), int(median["size"][-1])
+                latency = f"{small} B: {float(median[0]) * 1e6:.3f}"
+                bandwidth = f"{large} B: {large / float(median[-1]) / 1e6:.1f}"
+                print(f"{lib:<20}{pl:<10}{k:<28}{latency:>26}{bandwidth:>26}")
     return 0
 
 

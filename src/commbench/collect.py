@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import numpy as np
 import xarray as xr
 
-from . import __version__
+from . import __version__, netem
 from .campaign import Campaign
 from .provenance import cpu_model, git_commit, os_description, source_hash
 from .raw import LaunchResult, RawFileError, read_raw
@@ -60,6 +60,10 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
     errors = np.full(point_shape, np.nan)
     position = np.full(point_shape, -1, dtype=np.int64)
     status = np.full(run_shape, "missing", dtype=object)
+    for p_name in placements:
+        for k_name in kernels:
+            if not campaign.runs_on(k_name, p_name):
+                status[:, pi[p_name], ki[k_name], :] = "skipped"
     resolution = np.full(run_shape, np.nan)
     overhead = np.full(run_shape, np.nan)
     started = np.full(run_shape, "", dtype=object)
@@ -116,6 +120,10 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         # On one host, ranks of different nodes talk over TCP on loopback.
         "transport": ("placement", ["tcp" if p["nodes"] > 1 else "shm" for p in placement_specs]),
         "emulated": ("placement", [p["nodes"] > 1 for p in placement_specs]),
+        "network_rate": ("placement", [netem.rate_bits_per_s(p["network"]["rate"]) if "network" in p else np.nan
+                                       for p in placement_specs], {"units": "bit/s", "long_name": "emulated link rate"}),
+        "mtu": ("placement", [p["network"]["mtu"] if "network" in p else 0 for p in placement_specs],
+                {"units": "bytes", "long_name": "emulated link MTU (0: not emulated)"}),
         "library_version": ("library", [version[name] or "unknown" for name in lib_names]),
         "mpi": ("library", mpi),
         "family": ("library", [libraries.get(m, {}).get("family", "unknown") for m in mpi]),
@@ -132,7 +140,7 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         "errors": (POINT_DIMS, errors, {"long_name": "integrity errors (NaN: not checked)"}),
         "position": (POINT_DIMS, position, {"long_name": "when the size was measured in its launch "
                                                          "(0: first; -1: not measured); sizes are shuffled per launch"}),
-        "status": (RUN_DIMS, status.astype(str), {"long_name": "ok, failed, timeout, refused or missing"}),
+        "status": (RUN_DIMS, status.astype(str), {"long_name": "ok, failed, timeout, refused, missing, or skipped (not asked for)"}),
         "timer_resolution_s": (RUN_DIMS, resolution, {"units": "s"}),
         "harness_overhead_s": (RUN_DIMS, overhead, {"units": "s"}),
         "started": (RUN_DIMS, started.astype(str)),

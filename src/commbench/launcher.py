@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from . import netem
 from .libraries import in_environment
 
 RAW_SCHEMA = 1
@@ -41,6 +42,7 @@ class Placement:
     name: str
     nodes: int
     ppn: int
+    network: dict | None = None   # {"rate": "1gbit", "mtu": 1500}: an emulated interconnect
 
     @property
     def nprocs(self) -> int:
@@ -87,7 +89,8 @@ def plan_launch(family: str, placement: Placement, binary: str, kernel_args: lis
         launcher = ["mpiexec", "-n", str(nprocs), "-bind-to", binding]
     # The campaign's own settings (MCA parameters, CVARs) win over the defaults above.
     env.update(library_env or {})
-    command = launcher + [binary, *kernel_args, "-o", output]
+    # Kernels that pair ranks across nodes need to know where the node boundaries are.
+    command = launcher + [binary, *kernel_args, "--nodes", str(placement.nodes), "-o", output]
     return LaunchPlan(command=command, env=env, binding=binding)
 
 
@@ -132,9 +135,12 @@ def run_launch(*, env_dir, binary, kernel: str, kernel_args: list[str], placemen
     plan = plan_launch(family, placement, str(Path(binary).resolve()), kernel_args,
                        str(partial.resolve()), library_env)
     env = {**os.environ, **plan.env}
+    argv = in_environment(env_dir, shlex.join(plan.command))
+    if placement.network:
+        argv = netem.wrap(shlex.join(argv), placement.network)
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()
-    process = subprocess.Popen(in_environment(env_dir, shlex.join(plan.command)), env=env,
+    process = subprocess.Popen(argv, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                start_new_session=True)
     try:
@@ -155,6 +161,7 @@ def run_launch(*, env_dir, binary, kernel: str, kernel_args: list[str], placemen
         "library": library, "mpi": mpi, "family": family,
         "placement": placement.name, "nodes": placement.nodes, "ppn": placement.ppn,
         "nprocs": placement.nprocs, "transport": placement.transport, "emulated": placement.emulated,
+        "network": placement.network,
         "kernel": kernel, "launch": launch,
         "command": plan.command, "env": plan.env, "binding": plan.binding,
         "exit_code": process.returncode, "started": started.isoformat(timespec="seconds"),
@@ -164,6 +171,8 @@ def run_launch(*, env_dir, binary, kernel: str, kernel_args: list[str], placemen
         record["reason"] = problem if status == "failed" and process.returncode == 0 else (
             f"killed after the {timeout_s:g} s timeout" if status == "timeout"
             else f"exit code {process.returncode}")
+        if placement.network and (reason := netem.unavailable_reason()):
+            record["reason"] += f"; {reason}"
         record["console_tail"] = console[-STDERR_TAIL_CHARS:]
     body = [json.dumps(record)] + (lines if status == "ok" else [])
     tmp = output.with_name(output.name + ".tmp")

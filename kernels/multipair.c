@@ -1,0 +1,54 @@
+/* Every rank in a pair at once: how "up to 64 processors over 2 nodes" and
+ * "tasks per node" sweeps are measured.  With nodes > 1, rank i of node 2k pairs
+ * with rank i of node 2k+1 (off-node pairs); on one node, ranks 2j and 2j+1 pair.
+ * The time of a sample runs until every pair has finished (a barrier ends it). */
+#include "patterns.h"
+
+struct pairing { int peer, initiator; };
+
+static const char *pair_up(struct cb_context *ctx, size_t max_size)
+{
+    (void)max_size;
+    static struct pairing pairing;
+    int nodes = ctx->params.nodes > 0 ? ctx->params.nodes : 1;
+    if (ctx->nprocs % 2) return "multipair: needs an even number of ranks";
+    if (nodes > 1) {
+        int per_node = ctx->nprocs / nodes, node = cb_node_of(ctx, ctx->rank);
+        if (ctx->nprocs % nodes || nodes % 2) return "multipair: off-node pairs need an even number of equally filled nodes";
+        pairing.initiator = node % 2 == 0;
+        pairing.peer = ctx->rank + (pairing.initiator ? per_node : -per_node);
+    } else {
+        pairing.initiator = ctx->rank % 2 == 0;
+        pairing.peer = ctx->rank + (pairing.initiator ? 1 : -1);
+    }
+    ctx->state = &pairing;
+    return NULL;
+}
+
+static double multipair_pingpong(struct cb_context *ctx, size_t size, long iterations)
+{
+    const struct pairing *p = ctx->state;
+    cb_pingpong(ctx, size, iterations, p->peer, p->initiator, CB_SEND, CB_RECV);
+    MPI_Barrier(ctx->comm);
+    return 2;
+}
+
+static double multipair_stream(struct cb_context *ctx, size_t size, long iterations)
+{
+    const struct pairing *p = ctx->state;
+    cb_stream(ctx, size, iterations, p->peer, p->initiator, 0);
+    MPI_Barrier(ctx->comm);
+    return ctx->params.window;
+}
+
+const struct cb_kernel cb_multipair_kernels[] = {
+    {"multipair.pingpong",
+     "half round trip of MPI_Send/MPI_Recv per pair, all pairs at once, until the last pair is done; "
+     "aggregate bandwidth = pairs x size / time",
+     2, multipair_pingpong, pair_up, 0, 0},
+    {"multipair.stream",
+     "seconds per message of a window of MPI_Isend in every pair at once, until the last pair is done; "
+     "aggregate bandwidth = pairs x size / time",
+     2, multipair_stream, pair_up, 0, cb_window_slots},
+    {0},
+};

@@ -1,0 +1,143 @@
+/* One-sided communication between ranks 0 and 1 over a window on every rank's
+ * receive buffer.  --rma-sync picks the synchronisation: fence (MPI_Win_fence
+ * after each window of operations), lock (MPI_Win_lock/unlock around each
+ * operation) or flush (MPI_Win_lock_all once, MPI_Win_flush after each window);
+ * --window 1 gives latency, a larger window bandwidth. */
+#include <string.h>
+
+#include "patterns.h"
+
+enum rma_sync { FENCE, LOCK, FLUSH, PSCW };
+enum rma_op { PUT, GET };
+
+struct rma_state {
+    MPI_Win win;
+    enum rma_sync sync;
+    MPI_Group peer_group;
+};
+
+static struct rma_state rma;
+
+static const char *create_window(struct cb_context *ctx, size_t max_size)
+{
+    (void)max_size;
+    const char *sync = ctx->params.sync;
+    rma.sync = strcmp(sync, "lock") == 0 ? LOCK : strcmp(sync, "flush") == 0 ? FLUSH
+             : strcmp(sync, "pscw") == 0 ? PSCW : FENCE;
+    MPI_Win_create(ctx->recv.base, (MPI_Aint)ctx->recv.bytes, 1, MPI_INFO_NULL, ctx->comm, &rma.win);
+    if (rma.sync == FENCE) MPI_Win_fence(0, rma.win);
+    if (rma.sync == FLUSH && ctx->rank == 0) MPI_Win_lock_all(0, rma.win);
+    MPI_Group world;
+    MPI_Comm_group(ctx->comm, &world);
+    int peer = ctx->rank == 0 ? 1 : 0;
+    MPI_Group_incl(world, 1, &peer, &rma.peer_group);
+    MPI_Group_free(&world);
+    ctx->state = &rma;
+    return NULL;
+}
+
+static const char *create_checked_window(struct cb_context *ctx, size_t max_size)
+{
+    if (ctx->integrity && strcmp(ctx->params.sync, "fence") != 0)
+        return "integrity mode needs --rma-sync fence: only then does the target know a put has landed";
+    return create_window(ctx, max_size);
+}
+
+static const char *create_get_window(struct cb_context *ctx, size_t max_size)
+{
+    if (ctx->integrity) return "rma.get has no integrity mode: the target never learns what was read";
+    return create_window(ctx, max_size);
+}
+
+static void free_window(struct cb_context *ctx)
+{
+    if (rma.sync == FLUSH && ctx->rank == 0) MPI_Win_unlock_all(rma.win);
+    if (rma.sync == FENCE) MPI_Win_fence(0, rma.win);
+    MPI_Group_free(&rma.peer_group);
+    MPI_Win_free(&rma.win);
+    ctx->state = NULL;
+}
+
+static MPI_Aint displacement(const struct cb_context *ctx, long k)
+{
+    return (MPI_Aint)(cb_message(&ctx->recv, k) - ctx->recv.base);
+}
+
+CB_INLINE double one_sided(struct cb_context *ctx, size_t size, long iterations, enum rma_op op)
+{
+    int window = ctx->params.window, count = cb_count(ctx, size);
+    for (long i = 0; i < iterations; i++) {
+        if (ctx->rank == 0) {
+            for (int j = 0; j < window; j++) {
+                long k = i * window + j;
+                if (rma.sync == LOCK) MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, rma.win);
+                if (op == PUT) {
+                    unsigned char *out = cb_message(&ctx->send, k);
+                    cb_fill(ctx, out, size, k, 0);
+                    MPI_Put(out, count, ctx->datatype, 1, displacement(ctx, k), count, ctx->datatype, rma.win);
+                } else {
+                    MPI_Get(cb_message(&ctx->send, k), count, ctx->datatype, 1, displacement(ctx, k), count,
+                            ctx->datatype, rma.win);
+                }
+                if (rma.sync == LOCK) MPI_Win_unlock(1, rma.win);
+            }
+            if (rma.sync == FLUSH) MPI_Win_flush(1, rma.win);
+        }
+        if (rma.sync == FENCE) {
+            MPI_Win_fence(0, rma.win);
+            if (ctx->integrity && op == PUT) {
+                if (ctx->rank == 1)
+                    for (int j = 0; j < window; j++)
+                        cb_check(ctx, cb_message(&ctx->recv, i * window + j), size, i * window + j, 0);
+                /* The next puts may land as soon as a fence returns: hold them until checked. */
+                MPI_Win_fence(0, rma.win);
+            }
+        }
+    }
+    return window;
+}
+
+static double rma_put(struct cb_context *c, size_t s, long n) { return one_sided(c, s, n, PUT); }
+static double rma_get(struct cb_context *c, size_t s, long n) { return one_sided(c, s, n, GET); }
+
+/* Each side puts into the other's window and waits for it (post-start-complete-wait). */
+static double rma_pingpong(struct cb_context *ctx, size_t size, long iterations)
+{
+    if (ctx->rank > 1) return 2;
+    int count = cb_count(ctx, size), peer = 1 - ctx->rank;
+    for (long i = 0; i < iterations; i++) {
+        for (int turn = 0; turn < 2; turn++) {
+            if ((turn == 0) == (ctx->rank == 0)) {        /* my turn to put */
+                unsigned char *out = cb_message(&ctx->send, i);
+                cb_fill(ctx, out, size, i, turn);
+                MPI_Win_start(rma.peer_group, 0, rma.win);
+                MPI_Put(out, count, ctx->datatype, peer, displacement(ctx, i), count, ctx->datatype, rma.win);
+                MPI_Win_complete(rma.win);
+            } else {                                       /* wait for the peer's put */
+                MPI_Win_post(rma.peer_group, 0, rma.win);
+                MPI_Win_wait(rma.win);
+                cb_check(ctx, cb_message(&ctx->recv, i), size, i, turn);
+            }
+        }
+    }
+    return 2;
+}
+
+static const char *create_pscw_window(struct cb_context *ctx, size_t max_size)
+{
+    ctx->params.sync = "pscw";
+    return create_window(ctx, max_size);
+}
+
+const struct cb_kernel cb_rma_kernels[] = {
+    {"rma.put",
+     "seconds per MPI_Put from rank 0 into rank 1's window, --window puts per synchronisation (--rma-sync), at rank 0",
+     2, rma_put, create_checked_window, free_window, cb_window_slots},
+    {"rma.get",
+     "seconds per MPI_Get by rank 0 from rank 1's window, --window gets per synchronisation (--rma-sync), at rank 0",
+     2, rma_get, create_get_window, free_window, cb_window_slots},
+    {"rma.pingpong",
+     "half round trip of puts each way, each side waiting for the other's (MPI_Win_post/start/complete/wait), at rank 0",
+     2, rma_pingpong, create_pscw_window, free_window, 0},
+    {0},
+};

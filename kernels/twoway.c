@@ -1,0 +1,54 @@
+/* Both ranks 0 and 1 send to each other at the same time.  Metric: time per
+ * iteration (one message each way, concurrently), timed at rank 0. */
+#include "patterns.h"
+
+enum exchange_mode { PINGPING, SENDRECV, SENDRECV_REPLACE, IRECV_ISEND };
+
+CB_INLINE double exchange(struct cb_context *ctx, size_t size, long iterations, enum exchange_mode mode)
+{
+    if (ctx->rank > 1) return 1;
+    int peer = 1 - ctx->rank, count = cb_count(ctx, size);
+    MPI_Request requests[2];
+    for (long i = 0; i < iterations; i++) {
+        unsigned char *out = cb_message(&ctx->send, i), *in = cb_message(&ctx->recv, i);
+        cb_fill(ctx, out, size, i, ctx->rank);
+        switch (mode) {
+        case PINGPING:
+            MPI_Isend(out, count, ctx->datatype, peer, 0, ctx->comm, &requests[0]);
+            MPI_Recv(in, count, ctx->datatype, peer, 0, ctx->comm, MPI_STATUS_IGNORE);
+            MPI_Wait(&requests[0], MPI_STATUS_IGNORE);
+            break;
+        case SENDRECV:
+            MPI_Sendrecv(out, count, ctx->datatype, peer, 0, in, count, ctx->datatype, peer, 0,
+                         ctx->comm, MPI_STATUS_IGNORE);
+            break;
+        case SENDRECV_REPLACE:
+            /* The message is replaced in place: what arrives is checked where it was sent from. */
+            MPI_Sendrecv_replace(out, count, ctx->datatype, peer, 0, peer, 0, ctx->comm, MPI_STATUS_IGNORE);
+            in = out;
+            break;
+        case IRECV_ISEND:
+            MPI_Irecv(in, count, ctx->datatype, peer, 0, ctx->comm, &requests[0]);
+            MPI_Isend(out, count, ctx->datatype, peer, 0, ctx->comm, &requests[1]);
+            MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+            break;
+        }
+        cb_check(ctx, in, size, i, peer);
+    }
+    return 1;
+}
+
+static double pingping(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, PINGPING); }
+static double sendrecv(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, SENDRECV); }
+static double sendrecv_replace(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, SENDRECV_REPLACE); }
+static double isend_irecv(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, IRECV_ISEND); }
+
+#define BOTH_WAYS(calls) "time per iteration in which ranks 0 and 1 exchange one message each way with " calls ", timed at rank 0"
+
+const struct cb_kernel cb_twoway_kernels[] = {
+    {"pingping", BOTH_WAYS("MPI_Isend+MPI_Recv+MPI_Wait"), 2, pingping, 0, 0, 0},
+    {"exchange.sendrecv", BOTH_WAYS("MPI_Sendrecv"), 2, sendrecv, 0, 0, 0},
+    {"exchange.sendrecv_replace", BOTH_WAYS("MPI_Sendrecv_replace"), 2, sendrecv_replace, 0, 0, 0},
+    {"exchange.isend", BOTH_WAYS("MPI_Irecv+MPI_Isend+MPI_Waitall"), 2, isend_irecv, 0, 0, 0},
+    {0},
+};

@@ -1,0 +1,60 @@
+"""Emulated interconnect: a private network namespace whose loopback has a chosen
+MTU and a token-bucket (tbf) rate limit, so TCP between ranks on one host crosses
+a real packet network with known rate and packet size."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+
+_RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit)$")
+_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+# Kernel timer ticks per second are at most this; a bucket must refill within one.
+_MIN_TICK_RATE_HZ = 100
+
+
+def rate_bits_per_s(rate: str) -> float:
+    match = _RATE.match(rate)
+    if not match:
+        raise ValueError(f"not a tc rate: {rate!r} (e.g. 100mbit, 1gbit)")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def tcp_payload_per_packet(mtu: int) -> int:
+    """TCP payload of a full packet: the MTU less IPv4 (20) and TCP with timestamps (32)."""
+    return mtu - 52
+
+
+def expected_goodput_bytes_per_s(rate: str, mtu: int) -> float:
+    """Bulk TCP goodput through the limiter: payload over what the limiter counts per packet
+    (the MTU plus the 14-byte link header loopback carries)."""
+    return rate_bits_per_s(rate) / 8 * tcp_payload_per_packet(mtu) / (mtu + 14)
+
+
+def setup_commands(network: dict) -> str:
+    """Shell commands, run inside the new namespace, that bring loopback up as the network."""
+    rate, mtu = network["rate"], int(network["mtu"])
+    burst = max(int(rate_bits_per_s(rate) / 8 / _MIN_TICK_RATE_HZ), 10 * mtu)
+    return (f"ip link set lo mtu {mtu} up && "
+            f"tc qdisc add dev lo root tbf rate {shlex.quote(rate)} burst {burst} latency 100ms")
+
+
+def namespace_prefix() -> list[str]:
+    """How to enter a new network namespace: directly as root, else through a user namespace."""
+    return ["unshare", "--net"] if os.geteuid() == 0 else ["unshare", "--net", "--map-root-user"]
+
+
+def wrap(command: str, network: dict) -> list[str]:
+    """argv that runs the shell `command` on the emulated network."""
+    return [*namespace_prefix(), "bash", "-c", f"{setup_commands(network)} && {command}"]
+
+
+def unavailable_reason() -> str | None:
+    """None if this machine can build an emulated network, else why not (for messages and skips)."""
+    probe = subprocess.run(wrap("true", {"rate": "1gbit", "mtu": 1500}), capture_output=True, text=True)
+    if probe.returncode == 0:
+        return None
+    return ("an emulated network needs a private network namespace with tc (root, or unprivileged "
+            f"user namespaces, and iproute2): {(probe.stderr or probe.stdout).strip()[:300]}")
