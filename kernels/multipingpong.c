@@ -80,8 +80,8 @@ static const char *check_counts(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-static int message_slots(const struct cb_params *p) { return p->messages; }
-static int piece_slots(const struct cb_params *p) { return p->pieces; }
+static int message_slots(const struct cb_params *p, int nprocs) { (void)nprocs; return p->messages; }
+static int piece_slots(const struct cb_params *p, int nprocs) { (void)nprocs; return p->pieces; }
 
 #define PER_MESSAGE(calls) "seconds per message when rank 0 sends n messages (--messages) with " calls \
     " and rank 1 sends them back (Irecv+Waitall on receipt): round trip / 2n, timed at rank 0"

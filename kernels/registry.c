@@ -6,7 +6,8 @@
 
 static const struct cb_kernel *const families[] = {
     cb_pingpong_kernels, cb_twoway_kernels,   cb_stream_kernels, cb_rma_kernels,     cb_multipair_kernels,
-    cb_multipingpong_kernels, cb_ring_kernels, cb_halo_kernels,   cb_baseline_kernels,
+    cb_multipingpong_kernels, cb_ring_kernels, cb_halo_kernels,   cb_baseline_kernels, cb_collective_kernels,
+    cb_io_kernels,            cb_thread_kernels,
 };
 
 const struct cb_kernel *cb_find_kernel(const char *name)

@@ -34,7 +34,7 @@ static double ring(struct cb_context *ctx, size_t size, long iterations, int tog
 
 static double ring_waitall2(struct cb_context *c, size_t s, long n) { return ring(c, s, n, 0); }
 static double ring_waitall4(struct cb_context *c, size_t s, long n) { return ring(c, s, n, 1); }
-static int two_slots(const struct cb_params *p) { (void)p; return 2; }
+static int two_slots(const struct cb_params *p, int nprocs) { (void)p; (void)nprocs; return 2; }
 
 const struct cb_kernel cb_ring_kernels[] = {
     {"ring.waitall2",

@@ -45,7 +45,7 @@ def built(workspace) -> dict[str, Path]:
 
 
 def launch(workspace: Path, library: str, placement, kernel_args: list[str], tmp_path: Path,
-           library_env: dict | None = None, timeout_s: float = 180):
+           library_env: dict | None = None, timeout_s: float = 180, scratch=None):
     """One launch through commbench's own launcher (binding, transports, emulated network),
     read back through the raw-file reader, as a campaign would."""
     import json as _json
@@ -59,5 +59,5 @@ def launch(workspace: Path, library: str, placement, kernel_args: list[str], tmp
         run_launch(env_dir=record["env_dir"], binary=workspace / "build" / "kernels" / library / "commbench-kernels",
                    kernel=kernel_args[0], kernel_args=kernel_args, placement=placement, family=record["family"],
                    library=library, mpi=library, launch=0, output=output, timeout_s=timeout_s,
-                   library_env=library_env, log=log)
+                   library_env=library_env, log=log, scratch=scratch)
     return read_raw(output)

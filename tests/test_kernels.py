@@ -13,14 +13,16 @@ from conftest import LIBRARIES, launch
 pytestmark = pytest.mark.mpi
 
 FOUR_RANKS = ("multipair.", "ring.", "halo.")
-NO_INTEGRITY = ("rma.get", "halo.jacobi2d", "memcpy", "tcp.pingpong")
+ONE_RANK = ("threads.",)
+NO_INTEGRITY = ("rma.get", "halo.", "memcpy", "tcp.pingpong", "coll.", "io.", "threads.")
 ON_NODE = Placement("1N2P", 1, 2)
+ALONE = Placement("1N1P", 1, 1)
 
 
 def quick(kernel, sizes="8,4096", *extra):
     args = [kernel, "--sizes", sizes, "--min-samples", "3", "--max-samples", "20", "--max-point-time", "0.5",
             "--min-sample-time", "2e-5", "-x", "2", "--window", "4"]
-    if kernel not in NO_INTEGRITY:
+    if not kernel.startswith(NO_INTEGRITY):
         args.append("--integrity")
     return args + list(extra)
 
@@ -28,7 +30,8 @@ def quick(kernel, sizes="8,4096", *extra):
 @pytest.mark.parametrize("kernel", known_kernels())
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_kernel_runs_and_gives_sane_values(workspace, built, tmp_path, library, kernel):
-    placement = Placement("1N4P", 1, 4) if kernel.startswith(FOUR_RANKS) else ON_NODE
+    placement = (Placement("1N4P", 1, 4) if kernel.startswith(FOUR_RANKS)
+                 else ALONE if kernel.startswith(ONE_RANK) else ON_NODE)
     sizes = "512,2048" if kernel.startswith("halo.") else "8,4096"
     result = launch(workspace, library, placement, quick(kernel, sizes), tmp_path)
     assert result.status == "ok", result.launch.get("console_tail")
@@ -38,7 +41,7 @@ def test_kernel_runs_and_gives_sane_values(workspace, built, tmp_path, library, 
         times = np.array(point.samples)
         # Oversubscribed 4-rank runs on 2 cores are slow, but not absurdly so.
         assert (times > 1e-10).all() and (times < 0.05).all(), (point.size, times)
-        if kernel in NO_INTEGRITY:
+        if kernel.startswith(NO_INTEGRITY):
             assert point.errors is None
         else:
             assert point.errors == 0, f"{kernel} corrupted {point.errors} bytes at {point.size} B"
@@ -47,6 +50,8 @@ def test_kernel_runs_and_gives_sane_values(workspace, built, tmp_path, library, 
 def test_integrity_limits_are_refused_with_a_reason(workspace, built, tmp_path):
     result = launch(workspace, LIBRARIES[0], ON_NODE, quick("rma.put", "8", "--rma-sync", "lock"), tmp_path)
     assert result.status == "failed" and "needs --rma-sync fence" in result.launch["console_tail"]
+    result = launch(workspace, LIBRARIES[0], ON_NODE, quick("coll.allreduce", "8", "--method", "accurate"), tmp_path)
+    assert result.status == "failed" and "accurate exists for bcast" in result.launch["console_tail"]
 
 
 def medians(result) -> dict[int, float]:
@@ -98,3 +103,44 @@ def test_emulated_network_delivers_its_rate_less_headers(workspace, built, tmp_p
     bandwidth = size / medians(result)[size]
     expected = netem.expected_goodput_bytes_per_s("1gbit", 1500)
     assert abs(bandwidth / expected - 1) < 0.10, f"{bandwidth / 1e6:.1f} MB/s against {expected / 1e6:.1f} MB/s"
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_acknowledged_fan_out_latency_is_at_least_the_repeated_call_time(workspace, built, tmp_path, library):
+    """On 4 ranks, calls that may pipeline (timed at rank 0) can only look faster than the
+    latency of the acknowledged method, which waits for the slowest rank."""
+    four = Placement("1N4P", 1, 4)
+    common = ["--sizes", "8,4096", "--min-samples", "5", "--max-samples", "50", "--max-point-time", "1"]
+    for kernel in ("coll.bcast", "coll.scatter"):
+        accurate = medians(launch(workspace, library, four, [kernel, "--method", "accurate", *common], tmp_path))
+        lower = medians(launch(workspace, library, four, [kernel, "--method", "lower", *common], tmp_path))
+        for size in (8, 4096):
+            assert accurate[size] >= 0.9 * lower[size], (kernel, size, accurate[size], lower[size])
+
+
+def test_collective_bounds_bracket_the_operation(workspace, built, tmp_path):
+    four = Placement("1N4P", 1, 4)
+    common = ["--sizes", "8,65536", "--min-samples", "5", "--max-samples", "50", "--max-point-time", "1"]
+    lower = medians(launch(workspace, LIBRARIES[1], four, ["coll.allreduce", "--method", "lower", *common], tmp_path))
+    upper = medians(launch(workspace, LIBRARIES[1], four, ["coll.allreduce", "--method", "upper", *common], tmp_path))
+    assert all(upper[s] > lower[s] for s in (8, 65536)), (lower, upper)
+
+
+def test_io_files_are_removed_even_when_the_launch_is_killed(workspace, built, tmp_path):
+    scratch = tmp_path / "scratch"
+    runs = ((1.0, "timeout", ["--min-samples", "1000", "--max-samples", "1000", "--max-point-time", "60"]),
+            (120, "ok", ["--min-samples", "3", "--max-point-time", "1"]))   # killed mid-run, then one that completes
+    for timeout, status, samples in runs:
+        args = ["io.own_file", "--sizes", "1048576,4194304", "--io-sync", *samples]
+        result = launch(workspace, LIBRARIES[0], ON_NODE, args, tmp_path, timeout_s=timeout, scratch=scratch)
+        assert result.status == status, (result.launch.get("reason"), result.launch.get("console_tail"))
+        assert list(scratch.iterdir()) == [], "files left in the scratch directory"
+
+
+def test_thread_overheads_are_corrected_and_the_correction_kept(workspace, built, tmp_path):
+    result = launch(workspace, LIBRARIES[0], ALONE, ["threads.mutex_overhead", "--sizes", "0", "--min-samples", "5"],
+                    tmp_path)
+    point = result.points[0]
+    assert point.subtracted_s > 0, "the empty-call overhead was not measured"
+    raw = np.array(point.samples) + point.subtracted_s
+    assert (raw > np.array(point.samples)).all() and (np.array(point.samples) > 0).all()

@@ -30,6 +30,10 @@ struct cb_params {
     const char *halo;    /* halo: blocking | nonblocking */
     int nodes;           /* placement: ranks are block-mapped, nprocs / nodes per node */
     int proc_grid[2];    /* halo: process grid (0: MPI_Dims_create) */
+    const char *method;  /* collectives: accurate | lower | upper | root (NULL: the kernel's default) */
+    const char *scratch; /* io: directory for the files (removed afterwards) */
+    int io_sync;         /* io: fdatasync after every write */
+    int drop_cache;      /* io: ask the kernel to drop the file's pages before every read */
 };
 
 /* What a kernel sees. */
@@ -42,10 +46,17 @@ struct cb_context {
     struct cb_buffer send, recv;
     struct cb_params params;
     int slots_per_iteration; /* message buffers one iteration uses (the kernel's slots) */
+    int cache_rotate;        /* --cache rotate: buffers cycle through more slots than a kernel uses */
     int integrity;         /* fill and check every message, counting errors */
     int inject_fault;      /* corrupt one byte per batch: proves the check works */
     long errors;
     void *state;           /* a kernel's own, from setup to teardown */
+    int timer;             /* the enum cb_timer in use, for kernels that time themselves */
+    /* A kernel that times itself returns 0 from run() and leaves here, on rank 0, the
+     * metric for the batch and, where it has one, an overhead measured the same way
+     * that the analysis may subtract (recorded per point as subtracted_s). */
+    double measured, subtracted;
+    char info[1024];       /* a JSON object a kernel may fill in setup: recorded as kernel_info */
 };
 
 struct cb_kernel {
@@ -61,7 +72,7 @@ struct cb_kernel {
     const char *(*setup)(struct cb_context *ctx, size_t max_size);
     void (*teardown)(struct cb_context *ctx);
     /* Distinct message buffers one iteration uses (a window of Irecvs may not share one). */
-    int (*slots)(const struct cb_params *params);
+    int (*slots)(const struct cb_params *params, int nprocs);
 };
 
 /* Each kernel family exports its kernels through one of these tables,
@@ -75,6 +86,9 @@ extern const struct cb_kernel cb_multipingpong_kernels[];
 extern const struct cb_kernel cb_ring_kernels[];
 extern const struct cb_kernel cb_halo_kernels[];
 extern const struct cb_kernel cb_baseline_kernels[];
+extern const struct cb_kernel cb_collective_kernels[];
+extern const struct cb_kernel cb_io_kernels[];
+extern const struct cb_kernel cb_thread_kernels[];
 
 const struct cb_kernel *cb_find_kernel(const char *name);
 void cb_list_kernels(void);

@@ -81,6 +81,10 @@ static void usage(FILE *out)
           "  --halo NAME           halo.jacobi2d: blocking | nonblocking (blocking)\n"
           "  --proc-grid PXxPY     halo.jacobi2d: process grid (default MPI_Dims_create)\n"
           "  --nodes N             nodes the ranks span, in blocks (multipair pairs across them) (1)\n"
+          "  --method NAME         collectives: accurate | lower | upper | root (see the metric lines)\n"
+          "  --scratch DIR         io: where the files go ($TMPDIR or /tmp); they are removed afterwards\n"
+          "  --io-sync             io: fdatasync after every write (inside the timing)\n"
+          "  --drop-cache          io: drop the file's cached pages before every read\n"
           "  --inject-fault        with --integrity: corrupt one byte per batch\n"
           "  -o PATH               JSON Lines output (default stdout)\n",
           out);
@@ -105,13 +109,15 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
         .warmup = 10, .rse_target = 0.01, .min_samples = 10, .max_samples = 500,
         .max_point_time_s = 5.0, .min_sample_time_s = 1e-4, .timer = CB_TIMER_MPI_WTIME,
         .shuffle_seed = -1, .cache_mode = "reuse", .datatype = "byte",
-        .params = {.window = 64, .messages = 8, .pieces = 4, .sync = "fence", .halo = "blocking", .nodes = 1},
+        .params = {.window = 64, .messages = 8, .pieces = 4, .sync = "fence", .halo = "blocking", .nodes = 1,
+                   .scratch = NULL},
     };
     enum { OPT_SCHEDULE = 256, OPT_SIZES, OPT_RSE, OPT_MIN_SAMPLES, OPT_MAX_SAMPLES,
            OPT_MAX_POINT_TIME, OPT_MIN_SAMPLE_TIME, OPT_TIMER, OPT_LIST, OPT_PER_OCTAVE,
            OPT_PERTURBATION, OPT_STEP, OPT_SHUFFLE, OPT_PRINT_SIZES, OPT_CACHE, OPT_CACHE_SIZE,
            OPT_ALIGN, OPT_DATATYPE, OPT_INTEGRITY, OPT_INJECT_FAULT, OPT_WINDOW, OPT_MESSAGES,
-           OPT_PIECES, OPT_RMA_SYNC, OPT_HALO, OPT_NODES, OPT_PROC_GRID };
+           OPT_PIECES, OPT_RMA_SYNC, OPT_HALO, OPT_NODES, OPT_PROC_GRID, OPT_METHOD, OPT_SCRATCH,
+           OPT_IO_SYNC, OPT_DROP_CACHE };
     static const struct option longopts[] = {
         {"schedule", required_argument, 0, OPT_SCHEDULE},
         {"sizes", required_argument, 0, OPT_SIZES},
@@ -139,6 +145,10 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
         {"halo", required_argument, 0, OPT_HALO},
         {"nodes", required_argument, 0, OPT_NODES},
         {"proc-grid", required_argument, 0, OPT_PROC_GRID},
+        {"method", required_argument, 0, OPT_METHOD},
+        {"scratch", required_argument, 0, OPT_SCRATCH},
+        {"io-sync", no_argument, 0, OPT_IO_SYNC},
+        {"drop-cache", no_argument, 0, OPT_DROP_CACHE},
         {"list", no_argument, 0, OPT_LIST},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -207,6 +217,14 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
                 || o->params.proc_grid[0] < 1 || o->params.proc_grid[1] < 1)
                 return "--proc-grid expects PXxPY, e.g. 2x2";
             break;
+        case OPT_METHOD:
+            if (strcmp(optarg, "accurate") && strcmp(optarg, "lower") && strcmp(optarg, "upper") && strcmp(optarg, "root"))
+                return "--method expects accurate, lower, upper or root";
+            o->params.method = optarg;
+            break;
+        case OPT_SCRATCH: o->params.scratch = optarg; break;
+        case OPT_IO_SYNC: o->params.io_sync = 1; break;
+        case OPT_DROP_CACHE: o->params.drop_cache = 1; break;
         case OPT_LIST: *list_only = 1; return NULL;
         case 'h': usage(stdout); *list_only = -1; return NULL;
         default: return "unknown option (see --help)";
@@ -421,8 +439,8 @@ static void write_run_record(FILE *out, const struct cb_options *o, const struct
     }
     fputs("],\"timer\":", out);
     cb_json_string(out, cb_timer_name(o->timer));
-    fprintf(out, ",\"timer_resolution_s\":%.6g,\"harness_overhead_s\":%.6g,\"started\":\"%s\"",
-            resolution, overhead, started);
+    fprintf(out, ",\"timer_resolution_s\":%.6g,\"harness_overhead_s\":%.6g,\"started\":\"%s\","
+                 "\"kernel_info\":%s", resolution, overhead, started, ctx->info);
     fputs(",\"args\":{\"schedule\":", out);
     cb_json_string(out, o->schedule.name);
     fputs(",\"order\":[", out);
@@ -432,12 +450,14 @@ static void write_run_record(FILE *out, const struct cb_options *o, const struct
                  "\"min_sample_time_s\":%.6g,\"cache\":\"%s\",\"buffer_bytes\":%zu,\"align\":%zu,"
                  "\"datatype\":\"%s\",\"integrity\":%s,\"inject_fault\":%s,\"window\":%d,"
                  "\"messages\":%d,\"pieces\":%d,\"rma_sync\":\"%s\",\"halo\":\"%s\",\"nodes\":%d,"
-                 "\"proc_grid\":[%d,%d]}}\n",
+                 "\"proc_grid\":[%d,%d],\"method\":\"%s\",\"io_sync\":%s,\"drop_cache\":%s}}\n",
             o->shuffle_seed, o->warmup, o->fixed_iterations, o->rse_target, o->min_samples,
             o->max_samples, o->max_point_time_s, o->min_sample_time_s, o->cache_mode, buffer_bytes,
             o->align, o->datatype, o->integrity ? "true" : "false", o->inject_fault ? "true" : "false",
             o->params.window, o->params.messages, o->params.pieces, o->params.sync, o->params.halo,
-            o->params.nodes, o->params.proc_grid[0], o->params.proc_grid[1]);
+            o->params.nodes, o->params.proc_grid[0], o->params.proc_grid[1],
+            o->params.method ? o->params.method : "default", o->params.io_sync ? "true" : "false",
+            o->params.drop_cache ? "true" : "false");
     fflush(out);
     free(names);
     free(bindings);
@@ -456,12 +476,13 @@ static void measure_size(FILE *out, const struct cb_options *o, const struct cb_
                           : calibrate(kernel, ctx, size, min_sample_time, o->timer);
     struct cb_stopping_rule rule = {o->rse_target, o->min_samples, o->max_samples, o->max_point_time_s};
     struct cb_running running = {0};
-    double started = cb_now(o->timer);
+    double started = cb_now(o->timer), subtracted = 0;
     int more = 1;
     while (more) {
         double units, elapsed = timed_batch(kernel, ctx, size, iterations, o->timer, &units);
         if (ctx->rank == 0) {
-            samples[running.n] = elapsed / ((double)iterations * units);
+            samples[running.n] = units > 0 ? elapsed / ((double)iterations * units) : ctx->measured;
+            subtracted += units > 0 ? 0 : ctx->subtracted;
             cb_running_add(&running, samples[running.n]);
             more = !cb_sampling_done(&running, &rule, cb_now(o->timer) - started);
         }
@@ -478,6 +499,7 @@ static void measure_size(FILE *out, const struct cb_options *o, const struct cb_
             size, iterations, settled ? "true" : "false", isfinite(rse) ? rse : -1.0);
     if (o->integrity) fprintf(out, "%ld", errors);
     else fputs("null", out);
+    if (subtracted > 0) fprintf(out, ",\"subtracted_s\":%.6g", subtracted / n);
     fputs(",\"samples\":[", out);
     for (int i = 0; i < n; i++) fprintf(out, "%s%.9g", i ? "," : "", samples[i]);
     fputs("]}\n", out);
@@ -535,7 +557,10 @@ int main(int argc, char **argv)
     ctx.integrity = o.integrity;
     ctx.inject_fault = o.inject_fault;
     ctx.params = o.params;
-    ctx.slots_per_iteration = kernel->slots ? kernel->slots(&o.params) : 1;
+    ctx.slots_per_iteration = kernel->slots ? kernel->slots(&o.params, ctx.nprocs) : 1;
+    ctx.timer = o.timer;
+    ctx.cache_rotate = strcmp(o.cache_mode, "rotate") == 0;
+    strcpy(ctx.info, "{}");
 
     size_t largest = 1;
     for (size_t i = 0; i < nsizes; i++) if (sizes[i] > largest) largest = sizes[i];

@@ -246,8 +246,11 @@ class Campaign:
         ]
         if "proc_grid" in spec:
             args += ["--proc-grid", "x".join(map(str, spec["proc_grid"]))]
-        if spec["integrity"]:
-            args.append("--integrity")
+        if "method" in spec:
+            args += ["--method", spec["method"]]
+        for flag in ("integrity", "io_sync", "drop_cache"):
+            if spec[flag]:
+                args.append("--" + flag.replace("_", "-"))
         if self.config["shuffle"]:
             args += ["--shuffle", str(launch)]
         return [kernel_of(entry), *args]

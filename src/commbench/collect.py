@@ -59,6 +59,7 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
     iters = np.zeros(point_shape, dtype=np.int64)
     errors = np.full(point_shape, np.nan)
     position = np.full(point_shape, -1, dtype=np.int64)
+    subtracted = np.full(point_shape, np.nan)
     status = np.full(run_shape, "missing", dtype=object)
     for p_name in placements:
         for k_name in kernels:
@@ -69,6 +70,7 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
     started = np.full(run_shape, "", dtype=object)
     hosts = np.full(run_shape, "", dtype=object)
     binding = np.full(run_shape, "", dtype=object)
+    kernel_info = np.full(run_shape, "", dtype=object)
     version = {name: "" for name in lib_names}
     metric = {name: "" for name in kernels}
 
@@ -89,11 +91,13 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         overhead[cell] = run["harness_overhead_s"]
         hosts[cell] = ",".join(run["hosts"])
         binding[cell] = " ".join(run.get("cpu_binding", []))
+        kernel_info[cell] = json.dumps(run.get("kernel_info", {}), sort_keys=True)
         version[meta["library"]] = version[meta["library"]] or run["library_version"].strip()
         metric[meta["kernel"]] = run.get("metric", "")
         for order, point in enumerate(result.points):
             at = cell[:3] + (si[point.size], cell[3])
             position[at] = order
+            subtracted[at] = point.subtracted_s
             time[at + (slice(0, len(point.samples)),)] = point.samples
             settled[at], rse[at], iters[at] = point.settled, point.rse, point.iters_per_sample
             errors[at] = np.nan if point.errors is None else point.errors
@@ -138,6 +142,8 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         "rse": (POINT_DIMS, rse, {"long_name": "relative standard error of the mean"}),
         "iters_per_sample": (POINT_DIMS, iters, {"long_name": "iterations timed together in one sample"}),
         "errors": (POINT_DIMS, errors, {"long_name": "integrity errors (NaN: not checked)"}),
+        "subtracted_s": (POINT_DIMS, subtracted, {"units": "s", "long_name": "overhead subtracted from every "
+                                                   "sample (raw = time + subtracted_s); NaN: none"}),
         "position": (POINT_DIMS, position, {"long_name": "when the size was measured in its launch "
                                                          "(0: first; -1: not measured); sizes are shuffled per launch"}),
         "status": (RUN_DIMS, status.astype(str), {"long_name": "ok, failed, timeout, refused, missing, or skipped (not asked for)"}),
@@ -146,6 +152,8 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         "started": (RUN_DIMS, started.astype(str)),
         "hosts": (RUN_DIMS, hosts.astype(str)),
         "cpu_binding": (RUN_DIMS, binding.astype(str), {"long_name": "CPUs each rank may run on"}),
+        "kernel_info": (RUN_DIMS, kernel_info.astype(str), {"long_name": "what the kernel recorded of its "
+                                                                         "set-up (JSON), e.g. MPI-IO hints"}),
     }
     flags = sorted({b.get("cflags", "") for b in builds.values()})
     all_hosts = sorted({h for r in ok for h in r.run["hosts"]})

@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -126,8 +128,23 @@ def read_complete_output(path: Path) -> tuple[list[str], str | None]:
 
 def run_launch(*, env_dir, binary, kernel: str, kernel_args: list[str], placement: Placement,
                family: str, library: str, mpi: str, launch: int, output, timeout_s: float,
-               library_env: dict[str, str] | None = None, log=None) -> dict:
-    """Runs one launch and writes `output`; returns its launch record. Never raises for a failed run."""
+               library_env: dict[str, str] | None = None, log=None, scratch=None) -> dict:
+    """Runs one launch and writes `output`; returns its launch record. Never raises for a failed run.
+
+    The launch gets a private directory under `scratch` for any files it makes (io kernels);
+    it is removed when the launch ends, however it ends."""
+    Path(scratch or tempfile.gettempdir()).mkdir(parents=True, exist_ok=True)
+    private = tempfile.mkdtemp(prefix=f"commbench-{library}-{placement.name}-{kernel}-{launch}-",
+                               dir=scratch or None)
+    try:
+        return _run_launch(env_dir, binary, kernel, [*kernel_args, "--scratch", private], placement, family,
+                           library, mpi, launch, output, timeout_s, library_env, log)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _run_launch(env_dir, binary, kernel, kernel_args, placement, family, library, mpi, launch, output,
+                timeout_s, library_env, log) -> dict:
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")

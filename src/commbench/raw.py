@@ -33,6 +33,7 @@ class Point:
     settled: bool
     rse: float
     errors: int | None
+    subtracted_s: float = math.nan   # an overhead the kernel subtracted from every sample
 
 
 @dataclass
@@ -74,7 +75,8 @@ def _point(record: dict, path, number: int) -> Point:
     return Point(size=size, samples=[float(v) for v in samples], iters_per_sample=iters,
                  settled=bool(record.get("settled")),
                  rse=float(rse) if isinstance(rse, (int, float)) and rse >= 0 else math.nan,
-                 errors=record.get("errors"))
+                 errors=record.get("errors"),
+                 subtracted_s=float(record.get("subtracted_s", math.nan)))
 
 
 def read_raw(path) -> LaunchResult:

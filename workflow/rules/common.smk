@@ -57,6 +57,7 @@ def launch_settings(wildcards):
             "library_env": CAMPAIGN.library_env(wildcards.library),
             "mpi": CAMPAIGN.mpi_of(wildcards.library),
             "timeout": CAMPAIGN.config["timeout"],
+            "scratch": CAMPAIGN.config["scratch"],
         },
         sort_keys=True,
     )

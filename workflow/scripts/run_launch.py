@@ -14,6 +14,7 @@ with open(snakemake.log[0], "w") as log:
         kernel_args=settings["kernel_args"], placement=placement, family=library["family"],
         library=w.library, mpi=settings["mpi"], launch=int(w.launch), output=snakemake.output.raw,
         timeout_s=settings["timeout"], library_env=settings["library_env"], log=log,
+        scratch=settings["scratch"],
     )
 if record["status"] != "ok":
     print(f"launch {w.library}/{w.placement}/{w.kernel}/{w.launch} {record['status']}: "

@@ -1,0 +1,272 @@
+/* Collective operations, measured by the methods of Sphinx and SKaMPI.
+ *
+ * --method accurate (fan-out: bcast, scatter, scatterv; and scan, their default):
+ *     for each rank r that receives data, repeated calls in which r sends a
+ *     zero-byte acknowledgement to the root after each; r's latency is the time
+ *     per call minus half the root-r acknowledgement round trip, measured the
+ *     same way; the operation latency is the largest over r.  Scan: rank 0 waits
+ *     for an acknowledgement from rank N-1 between calls.
+ * --method lower: repeated calls timed at rank 0 (calls may overlap: a lower bound).
+ * --method upper: each call followed by a barrier of zero-byte point-to-point
+ *     messages (the barrier's time is included: an upper bound).
+ * --method root (reduce, gather, gatherv): the time the root spends in the call
+ *     when every other rank has already entered it.
+ * Sizes are bytes per rank and destination: Alltoall's size is what each rank
+ * sends to every other rank, as the reports define it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "patterns.h"
+
+struct coll {
+    MPI_Datatype type;   /* the data's type; reductions need an arithmetic one */
+    int *counts, *displs;
+    double *half_ack;    /* per rank: half the median round trip of a zero-byte message with rank 0 */
+};
+
+static struct coll coll;
+
+static const char *coll_setup(struct cb_context *ctx, size_t max_size)
+{
+    (void)max_size;
+    if (ctx->integrity) return "collectives have no integrity mode";
+    if (ctx->cache_rotate)
+        return "collectives use one buffer per call: --cache rotate is not supported";
+    /* MPI_SUM is not defined on MPI_BYTE; unsigned char has the same size. */
+    coll.type = ctx->datatype == MPI_BYTE ? MPI_UNSIGNED_CHAR : ctx->datatype;
+    coll.counts = malloc((size_t)ctx->nprocs * sizeof(int));
+    coll.displs = malloc((size_t)ctx->nprocs * sizeof(int));
+    coll.half_ack = calloc((size_t)ctx->nprocs, sizeof(double));
+    if (!coll.counts || !coll.displs || !coll.half_ack) return "cannot allocate the count arrays";
+    ctx->state = &coll;
+    return NULL;
+}
+
+static void coll_teardown(struct cb_context *ctx)
+{
+    free(coll.counts);
+    free(coll.displs);
+    free(coll.half_ack);
+    ctx->state = NULL;
+}
+
+/* Every collective's buffers hold nprocs blocks of the message size. */
+static int per_rank_slots(const struct cb_params *params, int nprocs)
+{
+    (void)params;
+    return nprocs;
+}
+
+enum coll_op { BCAST, SCATTER, SCATTERV, SCAN, REDUCE, GATHER, GATHERV, ALLREDUCE, ALLGATHER,
+               ALLGATHERV, ALLTOALL, ALLTOALLV, REDUCE_SCATTER, BARRIER };
+
+/* One call of the operation with `size` bytes per rank (and per destination). */
+static void call(struct cb_context *ctx, enum coll_op op, size_t size)
+{
+    void *send = ctx->send.base + ctx->send.align, *recv = ctx->recv.base + ctx->recv.align;
+    int count = cb_count(ctx, size);
+    for (int r = 0; r < ctx->nprocs; r++) {
+        coll.counts[r] = count;
+        coll.displs[r] = r * count;
+    }
+    MPI_Comm comm = ctx->comm;
+    MPI_Datatype t = coll.type;
+    switch (op) {
+    case BCAST: MPI_Bcast(send, count, t, 0, comm); break;
+    case SCATTER: MPI_Scatter(send, count, t, recv, count, t, 0, comm); break;
+    case SCATTERV: MPI_Scatterv(send, coll.counts, coll.displs, t, recv, count, t, 0, comm); break;
+    case SCAN: MPI_Scan(send, recv, count, t, MPI_SUM, comm); break;
+    case REDUCE: MPI_Reduce(send, recv, count, t, MPI_SUM, 0, comm); break;
+    case GATHER: MPI_Gather(send, count, t, recv, count, t, 0, comm); break;
+    case GATHERV: MPI_Gatherv(send, count, t, recv, coll.counts, coll.displs, t, 0, comm); break;
+    case ALLREDUCE: MPI_Allreduce(send, recv, count, t, MPI_SUM, comm); break;
+    case ALLGATHER: MPI_Allgather(send, count, t, recv, count, t, comm); break;
+    case ALLGATHERV: MPI_Allgatherv(send, count, t, recv, coll.counts, coll.displs, t, comm); break;
+    case ALLTOALL: MPI_Alltoall(send, count, t, recv, count, t, comm); break;
+    case ALLTOALLV:
+        MPI_Alltoallv(send, coll.counts, coll.displs, t, recv, coll.counts, coll.displs, t, comm);
+        break;
+    case REDUCE_SCATTER: MPI_Reduce_scatter(send, recv, coll.counts, t, MPI_SUM, comm); break;
+    case BARRIER: MPI_Barrier(comm); break;
+    }
+}
+
+/* A barrier of zero-byte messages: everyone reports to rank 0, rank 0 releases everyone. */
+static void point_to_point_barrier(struct cb_context *ctx)
+{
+    if (ctx->rank == 0) {
+        for (int r = 1; r < ctx->nprocs; r++) MPI_Recv(NULL, 0, MPI_BYTE, r, 9, ctx->comm, MPI_STATUS_IGNORE);
+        for (int r = 1; r < ctx->nprocs; r++) MPI_Send(NULL, 0, MPI_BYTE, r, 9, ctx->comm);
+    } else {
+        MPI_Send(NULL, 0, MPI_BYTE, 0, 9, ctx->comm);
+        MPI_Recv(NULL, 0, MPI_BYTE, 0, 9, ctx->comm, MPI_STATUS_IGNORE);
+    }
+}
+
+static int compare(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Half the median round trip of a zero-byte message between rank 0 and each rank:
+ * measured once, outside the timed calls, so its noise does not enter every sample. */
+static void measure_acknowledgements(struct cb_context *ctx)
+{
+    enum { TRIPS = 201 };
+    double trips[TRIPS];
+    for (int peer = 1; peer < ctx->nprocs; peer++) {
+        MPI_Barrier(ctx->comm);
+        for (int i = 0; i < TRIPS; i++) {
+            double t0 = cb_now(ctx->timer);
+            if (ctx->rank == 0) {
+                MPI_Send(NULL, 0, MPI_BYTE, peer, 8, ctx->comm);
+                MPI_Recv(NULL, 0, MPI_BYTE, peer, 8, ctx->comm, MPI_STATUS_IGNORE);
+            } else if (ctx->rank == peer) {
+                MPI_Recv(NULL, 0, MPI_BYTE, 0, 8, ctx->comm, MPI_STATUS_IGNORE);
+                MPI_Send(NULL, 0, MPI_BYTE, 0, 8, ctx->comm);
+            }
+            trips[i] = cb_now(ctx->timer) - t0;
+        }
+        qsort(trips, TRIPS, sizeof trips[0], compare);
+        coll.half_ack[peer] = trips[TRIPS / 2] / 2;
+    }
+}
+
+/* Calls in which `acker` acknowledges each one to rank 0: time per call at rank 0
+ * less half the acknowledgement's round trip. */
+static double acknowledged_latency(struct cb_context *ctx, enum coll_op op, size_t size, long iterations,
+                                   int acker)
+{
+    MPI_Barrier(ctx->comm);
+    double t0 = cb_now(ctx->timer);
+    for (long i = 0; i < iterations; i++) {
+        call(ctx, op, size);
+        if (ctx->rank == acker) MPI_Send(NULL, 0, MPI_BYTE, 0, 7, ctx->comm);
+        else if (ctx->rank == 0) MPI_Recv(NULL, 0, MPI_BYTE, acker, 7, ctx->comm, MPI_STATUS_IGNORE);
+    }
+    return (cb_now(ctx->timer) - t0) / (double)iterations - coll.half_ack[acker];
+}
+
+static double root_time(struct cb_context *ctx, enum coll_op op, size_t size, long iterations)
+{
+    double in_call = 0;
+    for (long i = 0; i < iterations; i++) {
+        MPI_Barrier(ctx->comm);
+        if (ctx->rank == 0) {
+            /* Let every other rank enter the call first; only the root's own part is timed. */
+            double until = cb_now(ctx->timer) + 20e-6;
+            while (cb_now(ctx->timer) < until) {}
+            double t0 = cb_now(ctx->timer);
+            call(ctx, op, size);
+            in_call += cb_now(ctx->timer) - t0;
+        } else {
+            call(ctx, op, size);
+        }
+    }
+    return in_call / (double)iterations;
+}
+
+static int is_fan_out(enum coll_op op) { return op == BCAST || op == SCATTER || op == SCATTERV; }
+
+static double measure(struct cb_context *ctx, size_t size, long iterations, enum coll_op op)
+{
+    const char *method = ctx->params.method ? ctx->params.method
+                         : (is_fan_out(op) || op == SCAN) ? "accurate" : "lower";
+    if (iterations == 0) return 1;
+    if (strcmp(method, "lower") == 0 || ctx->nprocs == 1) {
+        for (long i = 0; i < iterations; i++) call(ctx, op, size);
+        return 1;
+    }
+    if (strcmp(method, "upper") == 0) {
+        for (long i = 0; i < iterations; i++) {
+            call(ctx, op, size);
+            point_to_point_barrier(ctx);
+        }
+        return 1;
+    }
+    ctx->subtracted = 0;
+    if (strcmp(method, "root") == 0) {
+        ctx->measured = root_time(ctx, op, size, iterations);
+    } else if (op == SCAN) {
+        ctx->measured = acknowledged_latency(ctx, op, size, iterations, ctx->nprocs - 1);
+    } else {
+        double slowest = 0;
+        for (int r = 1; r < ctx->nprocs; r++) {
+            double latency = acknowledged_latency(ctx, op, size, iterations, r);
+            if (latency > slowest) slowest = latency;
+        }
+        ctx->measured = slowest;
+    }
+    return 0;   /* timed by the kernel itself: see ctx->measured */
+}
+
+static const char *check_method(struct cb_context *ctx, size_t max_size, int accurate_ok, int root_ok)
+{
+    const char *m = ctx->params.method;
+    if (m && strcmp(m, "accurate") == 0 && !accurate_ok)
+        return "--method accurate exists for bcast, scatter, scatterv and scan only (use lower and upper bounds)";
+    if (m && strcmp(m, "root") == 0 && !root_ok) return "--method root exists for reduce, gather and gatherv only";
+    return coll_setup(ctx, max_size);
+}
+
+static const char *setup_fan_out(struct cb_context *ctx, size_t max_size)
+{
+    const char *problem = check_method(ctx, max_size, 1, 0);
+    if (problem) return problem;
+    measure_acknowledgements(ctx);
+    int used = snprintf(ctx->info, sizeof ctx->info, "{\"half_ack_round_trip_s\":[");
+    for (int r = 1; r < ctx->nprocs && used < (int)sizeof ctx->info - 32; r++)
+        used += snprintf(ctx->info + used, sizeof ctx->info - (size_t)used, "%s%.6g", r > 1 ? "," : "",
+                         coll.half_ack[r]);
+    snprintf(ctx->info + used, sizeof ctx->info - (size_t)used, "]}");
+    return NULL;
+}
+static const char *setup_fan_in(struct cb_context *c, size_t s) { return check_method(c, s, 0, 1); }
+static const char *setup_bounds(struct cb_context *c, size_t s) { return check_method(c, s, 0, 0); }
+
+#define COLL(fn, op) static double fn(struct cb_context *c, size_t s, long n) { return measure(c, s, n, op); }
+COLL(coll_bcast, BCAST)
+COLL(coll_scatter, SCATTER)
+COLL(coll_scatterv, SCATTERV)
+COLL(coll_scan, SCAN)
+COLL(coll_reduce, REDUCE)
+COLL(coll_gather, GATHER)
+COLL(coll_gatherv, GATHERV)
+COLL(coll_allreduce, ALLREDUCE)
+COLL(coll_allgather, ALLGATHER)
+COLL(coll_allgatherv, ALLGATHERV)
+COLL(coll_alltoall, ALLTOALL)
+COLL(coll_alltoallv, ALLTOALLV)
+COLL(coll_reduce_scatter, REDUCE_SCATTER)
+COLL(coll_barrier, BARRIER)
+
+#define FAN_OUT "operation latency by --method: accurate (default; max over ranks of time per call acknowledged " \
+                "to the root, less half the acknowledgement round trip), lower or upper"
+#define BOUNDS "operation latency bound by --method: lower (default; repeated calls at rank 0) or upper " \
+               "(each call then a point-to-point barrier)"
+#define FAN_IN BOUNDS ", or root (the root's time in the call once all others entered)"
+
+const struct cb_kernel cb_collective_kernels[] = {
+    {"coll.bcast", "MPI_Bcast " FAN_OUT, 2, coll_bcast, setup_fan_out, coll_teardown, per_rank_slots},
+    {"coll.scatter", "MPI_Scatter " FAN_OUT, 2, coll_scatter, setup_fan_out, coll_teardown, per_rank_slots},
+    {"coll.scatterv", "MPI_Scatterv " FAN_OUT, 2, coll_scatterv, setup_fan_out, coll_teardown, per_rank_slots},
+    {"coll.scan", "MPI_Scan latency by --method: accurate (default; rank 0 waits for an acknowledgement from "
+                  "rank N-1 between calls, less half its round trip), lower or upper",
+     2, coll_scan, setup_fan_out, coll_teardown, per_rank_slots},
+    {"coll.reduce", "MPI_Reduce (MPI_SUM) " FAN_IN, 2, coll_reduce, setup_fan_in, coll_teardown, per_rank_slots},
+    {"coll.gather", "MPI_Gather " FAN_IN, 2, coll_gather, setup_fan_in, coll_teardown, per_rank_slots},
+    {"coll.gatherv", "MPI_Gatherv " FAN_IN, 2, coll_gatherv, setup_fan_in, coll_teardown, per_rank_slots},
+    {"coll.allreduce", "MPI_Allreduce (MPI_SUM) " BOUNDS, 2, coll_allreduce, setup_bounds, coll_teardown, per_rank_slots},
+    {"coll.allgather", "MPI_Allgather " BOUNDS, 2, coll_allgather, setup_bounds, coll_teardown, per_rank_slots},
+    {"coll.allgatherv", "MPI_Allgatherv " BOUNDS, 2, coll_allgatherv, setup_bounds, coll_teardown, per_rank_slots},
+    {"coll.alltoall", "MPI_Alltoall (size: bytes each rank sends to every other) " BOUNDS, 2, coll_alltoall,
+     setup_bounds, coll_teardown, per_rank_slots},
+    {"coll.alltoallv", "MPI_Alltoallv (size: bytes each rank sends to every other) " BOUNDS, 2, coll_alltoallv,
+     setup_bounds, coll_teardown, per_rank_slots},
+    {"coll.reduce_scatter", "MPI_Reduce_scatter (MPI_SUM; size: bytes each rank keeps) " BOUNDS, 2,
+     coll_reduce_scatter, setup_bounds, coll_teardown, per_rank_slots},
+    {"coll.barrier", "MPI_Barrier " BOUNDS " (size is ignored)", 2, coll_barrier, setup_bounds, coll_teardown, 0},
+    {0},
+};
