@@ -101,11 +101,11 @@ static void *take_turns(void *arg, int me)
         switch (p->how) {
         case YIELD: sched_yield(); break;
         case MUTEX:
-            for (;;) {
-                pthread_mutex_lock(&p->lock);
-                if (p->turn == me) { p->turn = 1 - me; pthread_mutex_unlock(&p->lock); break; }
-                pthread_mutex_unlock(&p->lock);
-            }
+            /* Wait outside the lock: a thread spinning on lock/unlock would starve the other. */
+            while (__atomic_load_n(&p->turn, __ATOMIC_ACQUIRE) != me) {}
+            pthread_mutex_lock(&p->lock);
+            __atomic_store_n(&p->turn, 1 - me, __ATOMIC_RELEASE);
+            pthread_mutex_unlock(&p->lock);
             break;
         case COND:
             pthread_mutex_lock(&p->lock);

@@ -40,7 +40,7 @@ def summary(target: str) -> int:
                     continue
                 small, large = int(median["size"][0]), int(median["size"][-1])
                 latency = f"{small} B: {float(median[0]) * 1e6:.3f}"
-                bandwidth = f"{large} B: {large / float(median[-1]) / 1e6:.1f}"
+                bandwidth = f"{large} B: {large / float(median[-1]) / 1e6:.1f}" if large else "-"
                 print(f"{lib:<20}{pl:<10}{k:<28}{latency:>26}{bandwidth:>26}")
     return 0
 
