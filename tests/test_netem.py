@@ -17,4 +17,5 @@ def test_namespace_commands_set_mtu_and_rate():
     assert argv[:2] == ["unshare", "--net"]
     script = argv[-1]
     assert "ip link set lo mtu 9000 up" in script and "tbf rate 100mbit" in script
+    assert "burst 90000 " in script      # 1 ms at 100 Mbit/s is 12500 bytes, below 10 MTUs of 9000
     assert script.endswith("&& mpiexec -n 2 k")

@@ -11,8 +11,10 @@ import subprocess
 
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit)$")
 _UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
-# Kernel timer ticks per second are at most this; a bucket must refill within one.
-_MIN_TICK_RATE_HZ = 100
+# The token bucket holds this long's worth of traffic: enough for the limiter's timer to
+# keep up with the rate, small enough that the idle reverse leg of a ping-pong cannot
+# fill a burst that carries much of a large message faster than the rate.
+_BUCKET_S = 1e-3
 
 
 def rate_bits_per_s(rate: str) -> float:
@@ -36,7 +38,7 @@ def expected_goodput_bytes_per_s(rate: str, mtu: int) -> float:
 def setup_commands(network: dict) -> str:
     """Shell commands, run inside the new namespace, that bring loopback up as the network."""
     rate, mtu = network["rate"], int(network["mtu"])
-    burst = max(int(rate_bits_per_s(rate) / 8 / _MIN_TICK_RATE_HZ), 10 * mtu)
+    burst = max(int(rate_bits_per_s(rate) / 8 * _BUCKET_S), 10 * mtu)
     return (f"ip link set lo mtu {mtu} up && "
             f"tc qdisc add dev lo root tbf rate {shlex.quote(rate)} burst {burst} latency 100ms")
 
