@@ -74,7 +74,7 @@ def test_ssend_pays_a_handshake_below_the_eager_limit_only(workspace, built, tmp
     median = {size: float(np.median(r)) for size, r in ratios.items()}
     # Below the limit the handshake costs about one more round trip; above it both rendezvous.
     assert median[8] > 1.3 and median[64] > 1.3, median
-    assert 0.75 < median[4194304] < 1.33, median
+    assert 0.6 < median[4194304] < 1.67, median     # about equal: far from the 2x below the limit
 
 
 @pytest.mark.parametrize("library", LIBRARIES)
@@ -85,7 +85,9 @@ def test_stream_bandwidth_is_bounded_by_a_single_core_copy(workspace, built, tmp
     copy = medians(launch(workspace, library, ON_NODE, ["memcpy", *args], tmp_path))[size]
     stream = medians(launch(workspace, library, ON_NODE, ["stream.uni", *args], tmp_path))[size]
     ratio = stream / copy                    # time per message over time per copy
-    assert 0.8 < ratio < 4, f"stream.uni at 4 MiB takes {ratio:.2f}x the time of a memcpy"
+    # Quiet, this machine gives 1.5-2.4x; a loaded one up to about 4x. Faster than a copy, or
+    # an order of magnitude slower, would be a broken measurement.
+    assert 0.8 < ratio < 6, f"stream.uni at 4 MiB takes {ratio:.2f}x the time of a memcpy"
 
 
 def test_emulated_network_delivers_its_rate_less_headers(workspace, built, tmp_path):
