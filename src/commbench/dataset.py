@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
+
+CURVE_DIMS = ("library", "placement", "kernel")
 
 
 def open_campaign(path) -> xr.Dataset:
@@ -40,3 +43,72 @@ class CommbenchAccessor:
         """A table of the (library, placement, kernel, launch) cells whose launch gave no data."""
         table = self._ds["status"].to_dataframe()[["status"]]
         return table[table["status"] != "ok"]
+
+    def _curves(self):
+        """Every (library, placement, kernel) with any data: its position, labels, sizes (bytes) and
+        times shaped (n_sizes, n_launches, n_samples), the sizes it never measured dropped."""
+        time = self._ds["time"].transpose(*CURVE_DIMS, "size", "launch", "sample")
+        sizes, values = self._ds["size"].values, time.values
+        for cell in np.ndindex(values.shape[:3]):
+            cube = values[cell]
+            measured = np.isfinite(cube).any(axis=(1, 2))
+            if measured.any():
+                labels = {dim: time[dim].values[i] for dim, i in zip(CURVE_DIMS, cell)}
+                yield cell, labels, sizes[measured], cube[measured]
+
+    def fit(self, model: str, **options) -> xr.Dataset:
+        """Fits `model` ("hockney", "piecewise" or "packet", see commbench.models) to every curve.
+
+        Returns a Dataset over (library, placement, kernel) of the fit's coefficients and
+        intervals, named with their units (latency_s, bandwidth_Bps, ...), with a `bound`
+        dim (low, high) for intervals and `segment` / `breakpoint` dims for piecewise fits;
+        NaN where a curve has no data or too few sizes for the model. `options` go to the
+        fit function (e.g. max_segments, n_boot).
+        """
+        from .models import FITS
+
+        if model not in FITS:
+            raise ValueError(f"unknown model {model!r}; known: {', '.join(FITS)}")
+        results = {}
+        for cell, _, sizes, times in self._curves():
+            try:
+                results[cell] = FITS[model](sizes, times, **options).variables()
+            except ValueError:
+                continue  # too few sizes for this model: the curve stays NaN
+        return self._stack(results, model)
+
+    def _stack(self, results: dict, model: str) -> xr.Dataset:
+        """{cell: {name: (dims, values)}} -> one Dataset over the curve dims; shorter
+        per-curve arrays (fewer segments) are padded with NaN."""
+        shape = tuple(self._ds.sizes[dim] for dim in CURVE_DIMS)
+        dims_of, lengths = {}, {}
+        for variables in results.values():
+            for name, (dims, values) in variables.items():
+                dims_of[name] = dims
+                for dim, length in zip(dims, np.shape(values)):
+                    lengths[dim] = max(lengths.get(dim, 0), length)
+        data_vars = {}
+        for name, dims in dims_of.items():
+            array = np.full(shape + tuple(lengths[dim] for dim in dims), np.nan)
+            for cell, variables in results.items():
+                values = np.asarray(variables[name][1], dtype=float)
+                array[cell + tuple(slice(0, n) for n in values.shape)] = values
+            data_vars[name] = (CURVE_DIMS + dims, array)
+        coords = {dim: self._ds[dim].values for dim in CURVE_DIMS}
+        coords.update({dim: ["low", "high"] if dim == "bound" else np.arange(n) for dim, n in lengths.items()})
+        return xr.Dataset(data_vars, coords=coords, attrs={"model": model})
+
+    def anomalies(self, **options):
+        """Every finding of commbench.anomalies.detect on every curve, as one pandas DataFrame
+        whose first columns are library, placement and kernel; `options` go to detect."""
+        import pandas as pd
+
+        from .anomalies import COLUMNS, detect, empty_table
+
+        tables = [detect(sizes, times, **options).assign(**labels)
+                  for _, labels, sizes, times in self._curves()]
+        tables = [table for table in tables if len(table)]
+        if not tables:
+            empty = empty_table()
+            tables = [empty.assign(**{dim: pd.Series(dtype=object) for dim in CURVE_DIMS})]
+        return pd.concat(tables, ignore_index=True)[[*CURVE_DIMS, *COLUMNS]]

@@ -1,0 +1,199 @@
+"""Synthetic curves with known ground truth, to validate the models and detectors.
+
+A curve is built from what a real one is made of: a latency and a bandwidth;
+protocol switches that change either from some size on (eager to rendezvous:
+a jump, a new slope, or both); packets, each costing some header bytes on the wire
+(steps at every multiple of the payload); a residue class of sizes that is slower
+(alignment); a few sizes that are slower in every launch (spikes); and the noise
+of a real machine: multiplicative heavy-tailed noise per sample (Student t),
+rare large delays (a preempted process), and a shift per launch. Everything is
+drawn from one seed, so a test that fails fails again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Switch:
+    """From `size_bytes` on, the latency grows by `latency_jump_s` and the bandwidth becomes `bandwidth_Bps`."""
+
+    size_bytes: int
+    latency_jump_s: float
+    bandwidth_Bps: float
+
+
+@dataclass(frozen=True)
+class Packets:
+    """Messages travel in packets of `payload_bytes`, each with `overhead_bytes` more on the wire;
+    `header_bytes` of protocol ride inside the packets with every message (steps at k P - header)."""
+
+    payload_bytes: int
+    overhead_bytes: float
+    header_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Sizes with size % modulus == residue take `penalty_s` longer."""
+
+    modulus: int
+    penalty_s: float
+    residue: int = 0
+
+
+@dataclass(frozen=True)
+class Spike:
+    """One size takes `extra_s` longer; in every launch unless `launches` names some."""
+
+    size_bytes: int
+    extra_s: float
+    launches: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Per-sample noise, multiplicative: time * (1 + relative * t(tail_df)), plus rare delays.
+
+    `relative` is the scale of the noise's core (its standard deviation when
+    tail_df is inf); a fraction `outlier_fraction` of samples is delayed by an
+    exponential amount of mean `outlier_scale` times the clean time (preemption);
+    each launch shifts all its samples by a factor 1 + launch_relative * N(0, 1).
+    """
+
+    relative: float = 0.01
+    tail_df: float = 3.0
+    outlier_fraction: float = 0.01
+    outlier_scale: float = 3.0
+    launch_relative: float = 0.0
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    latency_s: float
+    bandwidth_Bps: float
+    switches: tuple[Switch, ...] = ()
+    packets: Packets | None = None
+    alignment: Alignment | None = None
+    spikes: tuple[Spike, ...] = ()
+
+    @property
+    def breakpoints_bytes(self) -> tuple[int, ...]:
+        return tuple(s.size_bytes for s in sorted(self.switches, key=lambda s: s.size_bytes))
+
+    @property
+    def packet_step_s(self) -> float:
+        """The time one more packet adds, at the bandwidth of the first segment."""
+        return self.packets.overhead_bytes / self.bandwidth_Bps if self.packets else 0.0
+
+    def clean_time_s(self, sizes) -> np.ndarray:
+        """Noise-free time per size (spikes excluded: they depend on the launch)."""
+        sizes = np.asarray(sizes, float)
+        latency = np.full(sizes.shape, self.latency_s)
+        bandwidth = np.full(sizes.shape, self.bandwidth_Bps)
+        for switch in sorted(self.switches, key=lambda s: s.size_bytes):
+            after = sizes >= switch.size_bytes
+            latency = np.where(after, latency + switch.latency_jump_s, latency)
+            bandwidth = np.where(after, switch.bandwidth_Bps, bandwidth)
+        wire = sizes.copy()
+        if self.packets:
+            packets = np.ceil((sizes + self.packets.header_bytes) / self.packets.payload_bytes)
+            wire += self.packets.overhead_bytes * packets
+        time = latency + wire / bandwidth
+        if self.alignment:
+            slow = sizes.astype(np.int64) % self.alignment.modulus == self.alignment.residue
+            time = time + np.where(slow, self.alignment.penalty_s, 0.0)
+        return time
+
+
+@dataclass(frozen=True)
+class SyntheticCurve:
+    sizes: np.ndarray            # bytes
+    times: np.ndarray            # seconds: (n_sizes, n_samples) or (n_sizes, n_launches, n_samples)
+    truth: GroundTruth
+    noise: Noise = field(default_factory=Noise)
+
+
+def generate(sizes, truth: GroundTruth, noise: Noise = Noise(), n_samples: int = 50,
+             n_launches: int | None = None, seed: int = 0) -> SyntheticCurve:
+    """Samples of the curve `truth` at `sizes`; with n_launches, times get a launch axis."""
+    rng = np.random.default_rng(seed)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    launches = n_launches or 1
+    shape = (sizes.size, launches, n_samples)
+    clean = truth.clean_time_s(sizes)[:, None, None]
+    extra = np.zeros(shape)
+    for spike in truth.spikes:
+        rows = sizes == spike.size_bytes
+        if not rows.any():
+            raise ValueError(f"spike at {spike.size_bytes} B: not one of the sizes")
+        cols = slice(None) if spike.launches is None else list(spike.launches)
+        extra[rows, cols, :] += spike.extra_s
+    core = rng.standard_t(noise.tail_df, size=shape) if np.isfinite(noise.tail_df) else rng.standard_normal(shape)
+    launch_shift = 1 + noise.launch_relative * rng.standard_normal((1, launches, 1))
+    delayed = rng.random(shape) < noise.outlier_fraction
+    delay = rng.exponential(noise.outlier_scale, size=shape) * delayed
+    times = (clean + extra) * launch_shift * np.maximum(1 + noise.relative * core, 0.05) + clean * delay
+    if n_launches is None:
+        times = times[:, 0, :]
+    return SyntheticCurve(sizes=sizes, times=times, truth=truth, noise=noise)
+
+
+# --------------------------------------------------------------------------- size grids
+
+def powers_of_two(low: int = 1, high: int = 4 * 2**20) -> np.ndarray:
+    """OSU and IMB: every power of two from low to high."""
+    return 2 ** np.arange(int(np.log2(low)), int(np.log2(high)) + 1, dtype=np.int64)
+
+
+def netpipe(low: int = 1, high: int = 4 * 2**20, per_octave: int = 2, perturbation: int = 3) -> np.ndarray:
+    """NetPIPE: per_octave points per octave, each also at -/+ perturbation bytes."""
+    centres = np.unique(np.rint(2 ** np.arange(np.log2(max(low, 1)), np.log2(high) + 1e-9,
+                                               1 / per_octave)).astype(np.int64))
+    sizes = np.concatenate([centres - perturbation, centres, centres + perturbation])
+    return np.unique(sizes[(sizes >= low) & (sizes <= high)])
+
+
+def linear(low: int, high: int, step: int) -> np.ndarray:
+    """Every `step` bytes from low to high: dense grids resolve packets and alignment."""
+    return np.arange(low, high + 1, step, dtype=np.int64)
+
+
+def log_uniform(low: int, high: int, count: int, seed: int = 0) -> np.ndarray:
+    """`count` distinct sizes drawn log-uniformly: a grid with no regularity to lean on."""
+    rng = np.random.default_rng(seed)
+    pool = np.unique(np.rint(np.exp(rng.uniform(np.log(low), np.log(high), 8 * count))).astype(np.int64))
+    if pool.size < count:
+        raise ValueError(f"only {pool.size} distinct sizes between {low} and {high}")
+    return np.sort(rng.choice(pool, count, replace=False))
+
+
+# --------------------------------------------------------------------------- datasets
+
+def campaign_dataset(curves: dict) -> "xr.Dataset":
+    """A dataset shaped like a campaign's, from {(library, placement, kernel): SyntheticCurve}.
+
+    `time` has dims (library, placement, kernel, size, launch, sample), NaN where a
+    curve lacks a size, launch or sample, as collected campaigns have; only what the
+    analysis reads is there (no provenance).
+    """
+    import xarray as xr
+
+    names = [sorted({key[i] for key in curves}) for i in range(3)]
+    sizes = np.unique(np.concatenate([c.sizes for c in curves.values()]))
+    cubes = {key: c.times if c.times.ndim == 3 else c.times[:, None, :] for key, c in curves.items()}
+    n_launches = max(cube.shape[1] for cube in cubes.values())
+    n_samples = max(cube.shape[2] for cube in cubes.values())
+    time = np.full(tuple(map(len, names)) + (sizes.size, n_launches, n_samples), np.nan)
+    for (library, placement, kernel), cube in cubes.items():
+        rows = np.searchsorted(sizes, curves[library, placement, kernel].sizes)
+        cell = (names[0].index(library), names[1].index(placement), names[2].index(kernel))
+        time[cell][rows, :cube.shape[1], :cube.shape[2]] = cube
+    return xr.Dataset(
+        {"time": (("library", "placement", "kernel", "size", "launch", "sample"), time, {"units": "s"})},
+        coords={"library": names[0], "placement": names[1], "kernel": names[2],
+                "size": ("size", sizes, {"units": "bytes"}), "launch": np.arange(n_launches),
+                "sample": np.arange(n_samples)})

@@ -1,0 +1,247 @@
+"""The anomaly detectors against synthetic curves with known anomalies, and with none.
+
+Expected sizes, periods, moduli and magnitudes all come from the ground truth
+the curve was generated from; every curve has a fixed seed.
+"""
+
+import numpy as np
+import pytest
+
+import commbench  # noqa: F401  (registers ds.commbench)
+from commbench import anomalies
+from commbench import synthetic as syn
+
+from test_models import HEAVY, match_breakpoints, switch_sweep, true_first_sizes
+
+CLEAN_GRIDS = {
+    "powers": syn.powers_of_two(1, 4 * 2**20),
+    "netpipe": syn.netpipe(1, 4 * 2**20),
+    "netpipe-3": syn.netpipe(1, 4 * 2**20, per_octave=3, perturbation=1),
+    "linear": syn.linear(1024, 2**20, 8192),
+    "small": syn.linear(4, 8000, 32),
+    "dense": syn.linear(8, 6000, 8),
+    "random": syn.log_uniform(1, 4 * 2**20, 60, seed=3),
+}
+MACHINES = [syn.GroundTruth(0.4e-6, 20e9), syn.GroundTruth(3e-6, 5e9), syn.GroundTruth(30e-6, 1.2e8)]
+
+
+def kinds(table) -> list[str]:
+    return sorted(table["kind"])
+
+
+# --------------------------------------------------------------------------- no false positives
+
+def clean_sweep():
+    """Single-segment curves over grids, machines, noise levels and tails, with and without launches."""
+    noises = [
+        syn.Noise(0.003, tail_df=np.inf, outlier_fraction=0.0),
+        syn.Noise(0.01, **HEAVY),
+        syn.Noise(0.03, tail_df=2.5, outlier_fraction=0.05, outlier_scale=20.0, launch_relative=0.01),
+    ]
+    for g, (grid_name, grid) in enumerate(CLEAN_GRIDS.items()):
+        for m, truth in enumerate(MACHINES):
+            for n, noise in enumerate(noises):
+                launches = (None, 3, 5)[(g + m + n) % 3]
+                samples = (10, 30, 100)[(g + 2 * m + n) % 3]
+                yield grid_name, noise, syn.generate(grid, truth, noise, n_samples=samples, n_launches=launches,
+                                                     seed=100 * g + 10 * m + n)
+
+
+def test_clean_single_segment_curves_give_no_findings_at_all():
+    false_positives = []
+    for grid_name, noise, curve in clean_sweep():
+        found = anomalies.detect(curve.sizes, curve.times)
+        if len(found):
+            false_positives.append((grid_name, noise, found.to_dict("records")))
+    assert false_positives == []
+
+
+def test_no_findings_is_an_empty_table_with_the_columns():
+    curve = syn.generate(CLEAN_GRIDS["powers"], MACHINES[1], syn.Noise(0.01), n_samples=20, seed=1)
+    found = anomalies.detect(curve.sizes, curve.times)
+    assert found.empty and list(found.columns) == list(anomalies.COLUMNS)
+    too_short = anomalies.detect([8, 16, 32], np.ones((3, 4)))
+    assert too_short.empty and list(too_short.columns) == list(anomalies.COLUMNS)
+
+
+# --------------------------------------------------------------------------- protocol switches
+
+def test_protocol_switches_within_one_grid_step_with_recall_and_precision_over_90_percent():
+    true_total = hits_total = found_total = correct_total = 0
+    other_kinds = []
+    for grid_name, noise_level, truth, curve in switch_sweep():
+        found = anomalies.detect(curve.sizes, curve.times)
+        switches = found[found["kind"] == "protocol_switch"]
+        other_kinds += sorted(set(found["kind"]) - {"protocol_switch"})
+        truth_firsts = true_first_sizes(curve.sizes, truth)
+        hits, correct = match_breakpoints(curve.sizes, switches["size"].astype(int).tolist(), truth_firsts)
+        true_total += len(truth_firsts)
+        found_total += len(switches)
+        hits_total += hits
+        correct_total += correct
+    recall, precision = hits_total / true_total, correct_total / found_total
+    print(f"protocol_switch: recall {recall:.3f} ({hits_total}/{true_total}), "
+          f"precision {precision:.3f} ({correct_total}/{found_total})")
+    assert recall >= 0.9 and precision >= 0.9
+    assert other_kinds == []
+
+
+def test_protocol_switch_reports_the_jump_and_both_bandwidths():
+    truth = syn.GroundTruth(2e-6, 5e9, switches=(syn.Switch(65536, 8e-6, 9e9),))
+    curve = syn.generate(syn.netpipe(), truth, syn.Noise(0.01, **HEAVY), n_samples=40, n_launches=3, seed=21)
+    found = anomalies.detect(curve.sizes, curve.times)
+    assert kinds(found) == ["protocol_switch"]
+    switch = found.iloc[0]
+    assert (switch["size_low"], switch["size"], switch["size_high"]) == (65533, 65536, 65536)
+    jump = truth.clean_time_s([65536])[0] - (2e-6 + 65536 / 5e9)
+    assert switch["magnitude"] == pytest.approx(jump, rel=0.1)
+    assert switch["bandwidth_before_Bps"] == pytest.approx(5e9, rel=0.05)
+    assert switch["bandwidth_after_Bps"] == pytest.approx(9e9, rel=0.05)
+    assert switch["score"] >= 6
+
+
+# --------------------------------------------------------------------------- packet steps
+
+PACKET_CASES = [
+    # payload, overhead bytes, header bytes, latency, bandwidth, grid step, noise
+    (1448, 66, 0, 20e-6, 12.5e6, 8, 0.01),
+    (1448, 66, 24, 20e-6, 12.5e6, 8, 0.01),
+    (1460, 54, 0, 10e-6, 1.2e8, 8, 0.003),
+    (536, 40, 0, 2e-6, 1.2e9, 4, 0.003),
+    (988, 52, 100, 5e-6, 3e8, 4, 0.01),
+]
+
+
+@pytest.mark.parametrize("payload, overhead, header, latency, bandwidth, step, noise", PACKET_CASES)
+def test_packet_steps_period_is_the_payload_exactly_on_a_dense_grid(payload, overhead, header, latency,
+                                                                     bandwidth, step, noise):
+    truth = syn.GroundTruth(latency, bandwidth, packets=syn.Packets(payload, overhead, header))
+    grid = syn.linear(step, (step + 3) * payload, step)
+    curve = syn.generate(grid, truth, syn.Noise(noise, **HEAVY), n_samples=30, n_launches=3, seed=payload + header)
+    found = anomalies.detect(curve.sizes, curve.times)
+    assert kinds(found) == ["packet_steps"], found
+    steps = found.iloc[0]
+    assert steps["period"] == payload and (steps["period_low"], steps["period_high"]) == (payload, payload)
+    # The first step: the first size that needs a second packet.
+    first = grid[grid + header > payload][0]
+    assert (steps["size_low"], steps["size"], steps["size_high"]) == (grid[grid < first][-1], first, first)
+    assert steps["magnitude"] == pytest.approx(truth.packet_step_s, rel=0.2)
+
+
+def test_packet_steps_survive_a_protocol_switch_beyond_them():
+    truth = syn.GroundTruth(20e-6, 12.5e6, packets=syn.Packets(1448, 66),
+                            switches=(syn.Switch(12288, 150e-6, 12.5e6),))
+    grid = syn.linear(8, 11 * 1448, 8)
+    curve = syn.generate(grid, truth, syn.Noise(0.005, **HEAVY), n_samples=30, n_launches=3, seed=5)
+    found = anomalies.detect(curve.sizes, curve.times)
+    assert kinds(found) == ["packet_steps", "protocol_switch"], found
+    assert found.set_index("kind").loc["packet_steps", "period"] == 1448
+    assert found.set_index("kind").loc["protocol_switch", "size"] == 12288
+
+
+def test_a_single_jump_or_periodic_slow_sizes_are_not_packet_steps():
+    jump = syn.GroundTruth(20e-6, 12.5e6, switches=(syn.Switch(4096, 100e-6, 12.5e6),))
+    slow = syn.GroundTruth(2e-6, 5e9, alignment=syn.Alignment(256, 0.5e-6))
+    for truth in (jump, slow):
+        curve = syn.generate(syn.linear(8, 12000, 8), truth, syn.Noise(0.005, **HEAVY), n_samples=30, seed=9)
+        assert "packet_steps" not in kinds(anomalies.detect(curve.sizes, curve.times))
+
+
+# --------------------------------------------------------------------------- alignment
+
+ALIGNMENT_CASES = [
+    # modulus, residue, penalty as a fraction of the latency, grid, noise
+    (64, 0, 0.10, syn.linear(4, 8192, 4), 0.01),
+    (8, 4, 0.05, syn.linear(2, 2048, 2), 0.003),
+    (4096, 0, 0.10, syn.linear(512, 2**18, 512), 0.01),
+    (16, 0, 0.20, syn.netpipe(16, 2**20, per_octave=4, perturbation=8), 0.01),
+]
+
+
+@pytest.mark.parametrize("modulus, residue, fraction, grid, noise", ALIGNMENT_CASES)
+def test_alignment_finds_the_slow_residue_class_and_its_modulus(modulus, residue, fraction, grid, noise):
+    latency = 2e-6
+    truth = syn.GroundTruth(latency, 5e9, alignment=syn.Alignment(modulus, fraction * latency, residue))
+    curve = syn.generate(grid, truth, syn.Noise(noise, **HEAVY), n_samples=30, n_launches=3, seed=modulus)
+    found = anomalies.detect(curve.sizes, curve.times)
+    assert kinds(found) == ["alignment"], found
+    finding = found.iloc[0]
+    assert (finding["modulus"], finding["residue"]) == (modulus, residue)
+    assert finding["size"] == grid[grid % modulus == residue][0]
+    assert finding["magnitude"] == pytest.approx(fraction * latency, rel=0.2)
+
+
+# --------------------------------------------------------------------------- spikes
+
+def test_spikes_that_persist_across_launches_are_found_and_one_launch_spikes_are_not():
+    latency = 3e-6
+    persistent = [syn.Spike(4096, 0.5 * latency), syn.Spike(185367, 20e-6), syn.Spike(46341, 4e-6)]
+    transient = [syn.Spike(1024, 3 * latency, launches=(2,)), syn.Spike(2**20, 400e-6, launches=(0,))]
+    truth = syn.GroundTruth(latency, 5e9, spikes=tuple(persistent + transient))
+    curve = syn.generate(syn.netpipe(), truth, syn.Noise(0.01, **HEAVY), n_samples=30, n_launches=5, seed=4)
+    found = anomalies.detect(curve.sizes, curve.times)
+    assert kinds(found) == ["spike"] * len(persistent), found
+    by_size = found.set_index("size")
+    for spike in persistent:
+        assert by_size.loc[spike.size_bytes, "magnitude"] == pytest.approx(spike.extra_s, rel=0.15)
+        assert by_size.loc[spike.size_bytes, "launches"] >= 4
+
+
+def test_spikes_without_a_launch_axis_need_no_launch_evidence():
+    truth = syn.GroundTruth(3e-6, 5e9, spikes=(syn.Spike(8192, 2e-6),))
+    curve = syn.generate(syn.netpipe(), truth, syn.Noise(0.01, **HEAVY), n_samples=30, seed=6)
+    found = anomalies.detect(curve.sizes, curve.times)
+    assert kinds(found) == ["spike"] and found.iloc[0]["size"] == 8192 and np.isnan(found.iloc[0]["launches"])
+
+
+# --------------------------------------------------------------------------- the dataset accessor
+
+def small_campaign():
+    """Two libraries x two placements x two kernels, on different grids; one library has a switch."""
+    curves = {}
+    for l, library in enumerate(("lib-a", "lib-b")):
+        for p, placement in enumerate(("1N2P", "2N1P")):
+            for k, kernel in enumerate(("pingpong.send", "pingpong.ssend")):
+                switches = (syn.Switch(16384, 6e-6, 5e9),) if library == "lib-b" else ()
+                truth = syn.GroundTruth((1 + 4 * p) * 1e-6, 5e9 / (1 + p), switches=switches)
+                grid = syn.netpipe(1, 2**22) if kernel == "pingpong.send" else syn.powers_of_two(1, 2**22)
+                curves[library, placement, kernel] = (truth, syn.generate(
+                    grid, truth, syn.Noise(0.01, **HEAVY), n_samples=20, n_launches=3, seed=8 * l + 4 * p + k))
+    return curves, syn.campaign_dataset({key: curve for key, (_, curve) in curves.items()})
+
+
+def test_accessor_fits_every_curve_into_one_dataset():
+    curves, ds = small_campaign()
+    hockney = ds.commbench.fit("hockney", n_boot=100)
+    assert hockney["latency_s"].dims == ("library", "placement", "kernel")
+    assert hockney["latency_interval_s"].dims == ("library", "placement", "kernel", "bound")
+    for (library, placement, kernel), (truth, curve) in curves.items():
+        cell = dict(library=library, placement=placement, kernel=kernel)
+        # Sizes the other kernel measured are NaN for this one and must have been dropped.
+        assert hockney["n_sizes"].sel(cell).item() == curve.sizes.size
+        if library == "lib-a":
+            assert hockney["latency_s"].sel(cell).item() == pytest.approx(truth.latency_s, rel=0.05)
+            assert hockney["bandwidth_Bps"].sel(cell).item() == pytest.approx(truth.bandwidth_Bps, rel=0.05)
+    piecewise = ds.commbench.fit("piecewise")
+    breakpoints = piecewise["breakpoint_bytes"]
+    assert (piecewise["n_segments"].sel(library="lib-a") == 1).all()
+    assert (piecewise["n_segments"].sel(library="lib-b") == 2).all()
+    assert (breakpoints.sel(library="lib-b", breakpoint=0) == 16384).all()
+    assert breakpoints.sel(library="lib-a").isnull().all()
+    packet = ds.commbench.fit("packet")
+    assert set(packet.data_vars) >= {"payload_bytes", "overhead_bytes", "payload_interval_bytes"}
+    with pytest.raises(ValueError, match="unknown model"):
+        ds.commbench.fit("logp")
+
+
+def test_accessor_leaves_curves_without_data_as_nan_and_finds_anomalies_per_curve():
+    curves, ds = small_campaign()
+    ds["time"].loc[dict(library="lib-a", placement="2N1P", kernel="pingpong.ssend")] = np.nan
+    fits = ds.commbench.fit("hockney", n_boot=50)
+    assert np.isnan(fits["latency_s"].sel(library="lib-a", placement="2N1P", kernel="pingpong.ssend").item())
+    table = ds.commbench.anomalies()
+    assert list(table.columns[:3]) == ["library", "placement", "kernel"]
+    assert set(table["kind"]) == {"protocol_switch"} and set(table["library"]) == {"lib-b"}
+    assert len(table) == 4 and (table["size"] == 16384).all()
+    quiet = ds.sel(library=["lib-a"]).commbench.anomalies()
+    assert quiet.empty and list(quiet.columns) == list(table.columns)
