@@ -88,11 +88,12 @@ def test_protocol_switches_within_one_grid_step_with_recall_and_precision_over_9
 
 def test_protocol_switch_reports_the_jump_and_both_bandwidths():
     truth = syn.GroundTruth(2e-6, 5e9, switches=(syn.Switch(65536, 8e-6, 9e9),))
-    curve = syn.generate(syn.netpipe(), truth, syn.Noise(0.01, **HEAVY), n_samples=40, n_launches=3, seed=21)
+    grid = syn.netpipe()
+    curve = syn.generate(grid, truth, syn.Noise(0.01, **HEAVY), n_samples=40, n_launches=3, seed=21)
     found = anomalies.detect(curve.sizes, curve.times)
     assert kinds(found) == ["protocol_switch"]
     switch = found.iloc[0]
-    assert (switch["size_low"], switch["size"], switch["size_high"]) == (65533, 65536, 65536)
+    assert (switch["size_low"], switch["size"], switch["size_high"]) == (grid[grid < 65536][-1], 65536, 65536)
     jump = truth.clean_time_s([65536])[0] - (2e-6 + 65536 / 5e9)
     assert switch["magnitude"] == pytest.approx(jump, rel=0.1)
     assert switch["bandwidth_before_Bps"] == pytest.approx(5e9, rel=0.05)
@@ -108,6 +109,7 @@ PACKET_CASES = [
     (1448, 66, 24, 20e-6, 12.5e6, 8, 0.01),
     (1460, 54, 0, 10e-6, 1.2e8, 8, 0.003),
     (536, 40, 0, 2e-6, 1.2e9, 4, 0.003),
+    (988, 52, 100, 5e-6, 3e8, 4, 0.01),
 ]
 
 

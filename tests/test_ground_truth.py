@@ -3,11 +3,14 @@ to do, measured through the real launcher and found again by commbench.anomalies
 
 (1) Open MPI over TCP sends messages up to btl_tcp_eager_limit eagerly and larger ones
     with a rendezvous: the protocol switch must move to the configured limit.
+(2) On an emulated link, TCP carries MTU - 52 payload bytes per packet (IPv4 and TCP
+    with timestamps): packet_steps must find that payload as its period.
 """
 
 import numpy as np
 import pytest
 
+from commbench import netem
 from commbench.anomalies import detect
 from commbench.launcher import Placement
 from commbench.models import fit_piecewise
@@ -17,6 +20,7 @@ from conftest import launch
 pytestmark = pytest.mark.mpi
 
 OPEN_MPI = "openmpi-5.0.11"
+RATE = "100mbit"
 
 
 def measure(workspace, tmp_path, placement, kernel_args, sizes, launches, library_env=None):
@@ -53,3 +57,31 @@ def test_eager_limit_moves_the_protocol_switch_to_it(workspace, built, tmp_path,
     assert largest["magnitude"] > 0
     breakpoints = fit_piecewise(sizes, times).breakpoints_bytes
     assert any(abs(b - eager_limit) <= step for b in breakpoints), breakpoints
+
+
+@pytest.mark.parametrize("mtu", [1500, 1000])
+def test_emulated_mtu_sets_the_packet_steps_period(workspace, built, tmp_path, mtu):
+    reason = netem.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    payload = netem.tcp_payload_per_packet(mtu)
+    step = 64
+    sizes = list(range(4 * step, 5 * payload + 2 * step, step))
+    # A slow link (100 Mbit/s: 80 ns a byte) makes each packet's 66 header bytes a 5 us step;
+    # long warm-up and samples keep the token bucket drained, so every sample waits for the rate.
+    placement = Placement(f"2N1P-{mtu}", 2, 1, {"rate": RATE, "mtu": mtu})
+    times = measure(workspace, tmp_path, placement,
+                    ["pingpong.send", "-x", "200", "--min-sample-time", "0.002", "--min-samples", "5",
+                     "--max-samples", "30", "--max-point-time", "0.3"], sizes, launches=1)
+    found = detect(sizes, times)
+    steps = found[found["kind"] == "packet_steps"]
+    assert len(steps) == 1, f"no packet steps found:\n{found}"
+    steps = steps.iloc[0]
+    print(f"MTU {mtu}: packet_steps period {steps['period']:.0f} B "
+          f"(equally good: {steps['period_low']:.0f}..{steps['period_high']:.0f}), TCP payload {payload} B, "
+          f"step {steps['magnitude'] * 1e6:.1f} us; all findings:\n{found}")
+    assert steps["period_low"] <= payload <= steps["period_high"]
+    assert steps["period_high"] - steps["period_low"] < step
+    # Each packet puts its IP and TCP headers and the 14-byte link header on the wire.
+    header_time = (mtu + 14 - payload) * 8 / netem.rate_bits_per_s(RATE)
+    assert steps["magnitude"] == pytest.approx(header_time, rel=0.3)

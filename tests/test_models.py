@@ -40,7 +40,7 @@ def hockney_sweep():
     machines = [syn.GroundTruth(1.5e-6, 12e9), syn.GroundTruth(25e-6, 1.1e8), syn.GroundTruth(4e-6, 2.5e9)]
     for g, (grid_name, grid) in enumerate(GRIDS.items()):
         for m, truth in enumerate(machines):
-            for launches in (None, 3):
+            for launches in (None, 5):
                 seed = 100 * g + 10 * m + (launches or 0)
                 noise = syn.Noise(relative=0.01, launch_relative=0.003 if launches else 0.0, **HEAVY)
                 curve = syn.generate(grid, truth, noise, n_samples=40, n_launches=launches, seed=seed)
@@ -70,7 +70,8 @@ def test_hockney_intervals_cover_the_truth_and_resample_launches():
         covered.append(low_bw <= truth.bandwidth_Bps <= high_bw)
         assert low <= fit.latency_s <= high and low_bw <= fit.bandwidth_Bps <= high_bw
         widths.setdefault(fit.resampled, []).append((high - low) / fit.latency_s)
-    assert np.mean(covered) >= 0.8, np.mean(covered)
+    # Nominal 95%; a bootstrap over a handful of launches runs a little narrow (see fit_hockney).
+    assert np.mean(covered) >= 0.85, np.mean(covered)
     assert set(widths) == {"samples", "launches and samples"}
 
 
@@ -168,9 +169,11 @@ def test_piecewise_breakpoints_within_one_grid_step_with_recall_and_precision_ov
 
 def test_piecewise_segments_carry_the_latency_and_bandwidth_of_each_regime():
     truth = syn.GroundTruth(2e-6, 5e9, switches=(syn.Switch(65536, 8e-6, 9e9),))
-    curve = syn.generate(GRIDS["netpipe"], truth, syn.Noise(0.01, **HEAVY), n_samples=40, seed=11)
+    grid = GRIDS["netpipe"]
+    curve = syn.generate(grid, truth, syn.Noise(0.01, **HEAVY), n_samples=40, seed=11)
     fit = models.fit_piecewise(curve.sizes, curve.times)
-    assert fit.breakpoints_bytes == (65536,) and fit.breakpoint_intervals_bytes == ((65533, 65536),)
+    assert fit.breakpoints_bytes == (65536,)
+    assert fit.breakpoint_intervals_bytes == ((grid[grid < 65536][-1], 65536),)
     before, after = fit.segments
     assert before.latency_s == pytest.approx(2e-6, rel=0.05)
     assert before.bandwidth_Bps == pytest.approx(5e9, rel=0.05)

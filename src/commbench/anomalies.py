@@ -331,6 +331,35 @@ def _spike_rows(curve: Curve, z, residual_s, model_s, excluded, threshold) -> li
 
 # --------------------------------------------------------------------------- all together
 
+@dataclass(frozen=True)
+class _Structure:
+    """The structural model of a curve: segments with their breakpoint scores, packet steps."""
+
+    runs: list                   # (first, last) index of every segment
+    scores: list                 # each breakpoint's score
+    weights: np.ndarray          # what the fit gave each size (outliers and detours at zero)
+    step_height_s: float         # one packet step (0 without steps)
+    dispersion: float            # what the model leaves, in noise standard deviations (>= 1)
+
+
+def _fit_structure(x, y, sigma, packets, height, threshold, max_segments, min_segment_sizes) -> _Structure:
+    """Segments (significant breakpoints only) of the curve less its packet steps; with steps,
+    their height and the segments are fitted in turn, since each biases the other if left alone."""
+    for _ in range(2 if height else 1):
+        smooth = y - height * packets
+        segmentation = segment_curve(x, smooth, 1 / sigma ** 2, max_segments, min_segment_sizes)
+        weights = segmentation.weights
+        fitted = predict_segments(x, smooth, weights, segmentation.best_bounds)
+        # If the model leaves more than the noise (curvature a line cannot follow, heavier tails
+        # than a Gaussian), every test scales with it; the sizes the fit left out are not counted.
+        dispersion = max(1.0, tail_aware_spread(((smooth - fitted) / sigma)[weights > 0]))
+        runs, scores, weights = _significant_runs(x, smooth, weights, segmentation.best_bounds,
+                                                  dispersion, threshold)
+        if height:
+            height = _step_height(x, y, weights, runs, packets)
+    return _Structure(runs, scores, weights, height, dispersion)
+
+
 def detect(sizes, times, threshold: float = 6.0, max_segments: int = 5,
            min_segment_sizes: int = 3) -> pd.DataFrame:
     """Findings of one curve, one row each; an empty table (with the columns) when there are none.
@@ -351,40 +380,23 @@ def detect(sizes, times, threshold: float = 6.0, max_segments: int = 5,
         return empty_table()
     x, y = curve.sizes.astype(float), curve.median_s
     # A first structural fit with relative weights (no noise level needed for that) gives
-    # the noise level and the baseline the packet search works over.
+    # the noise level and a baseline for the packet search.
     rough = segment_curve(x, y, 1 / y ** 2, max_segments, min_segment_sizes)
-    rough_fit = predict_segments(x, y, rough.weights, rough.best_bounds)
-    sigma = relative_noise(curve, rough_fit) * y
-    weights = 1 / sigma ** 2
-    rows = []
+    sigma = relative_noise(curve, predict_segments(x, y, rough.weights, rough.best_bounds)) * y
 
-    packets, height = np.zeros_like(y), 0.0
-    steps = _packet_steps(x, y, sigma, [line_design(x), runs_design(x, rough.best_bounds)], threshold)
-    if steps is not None:
-        packets, height = packet_counts(x, steps.payload, steps.header), float(np.median(steps.heights_s))
-    # With steps, their height and the segments are fitted in turn: each biases the other if left alone.
-    for _ in range(2 if steps is not None else 1):
-        smooth = y - height * packets
-        segmentation = segment_curve(x, smooth, weights, max_segments, min_segment_sizes)
-        robust_weights = segmentation.weights
-        first_model = predict_segments(x, smooth, robust_weights, segmentation.best_bounds)
-        # If the model leaves more than the noise (curvature a line cannot follow, heavier tails
-        # than a Gaussian), every test scales with it; the sizes the fit left out are not counted.
-        kept = robust_weights > 0
-        dispersion = max(1.0, tail_aware_spread(((smooth - first_model) / sigma)[kept]))
-        runs, scores, robust_weights = _significant_runs(x, smooth, robust_weights, segmentation.best_bounds,
-                                                         dispersion, threshold)
-        if steps is not None:
-            height = _step_height(x, y, robust_weights, runs, packets)
-    if steps is not None:
-        rows.append(_packet_row(x, steps, height))
-    smooth = y - height * packets
-    rows.extend(_switch_rows(x, smooth, robust_weights, runs, scores))
+    baselines = [line_design(x)] + ([runs_design(x, rough.best_bounds)] if rough.best > 1 else [])
+    steps = _packet_steps(x, y, sigma, baselines, threshold)
+    packets = packet_counts(x, steps.payload, steps.header) if steps else np.zeros_like(y)
+    height = float(np.median(steps.heights_s)) if steps else 0.0
+    structure = _fit_structure(x, y, sigma, packets, height, threshold, max_segments, min_segment_sizes)
+    staircase = structure.step_height_s * packets
+    rows = [_packet_row(x, steps, structure.step_height_s)] if steps else []
+    rows += _switch_rows(x, y - staircase, structure.weights, structure.runs, structure.scores)
 
-    model = predict_segments(x, smooth, robust_weights, runs) + height * packets
+    model = predict_segments(x, y - staircase, structure.weights, structure.runs) + staircase
     residual = y - model
-    z = residual / sigma / dispersion
+    z = residual / sigma / structure.dispersion
     alignment, explained = _alignment_rows(curve.sizes, z, residual, threshold)
-    rows.extend(alignment)
-    rows.extend(_spike_rows(curve, z, residual, model, explained, threshold))
+    rows += alignment
+    rows += _spike_rows(curve, z, residual, model, explained, threshold)
     return _table(rows)

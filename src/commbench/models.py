@@ -220,7 +220,10 @@ def fit_hockney(sizes, times, confidence: float = 0.95, n_boot: int = 400, seed:
     """Latency and bandwidth of T = latency + size / bandwidth, with bootstrap intervals.
 
     With a launch axis, launches are resampled as well as samples, because the
-    variation between launches is often larger than within one.
+    variation between launches is often larger than within one. A bootstrap over
+    very few launches is too narrow: on synthetic curves whose launches shift by
+    0.3%, 95% intervals held the true latency 82% of the time with 3 launches and
+    92% with 5 (with no launch shifts, all the time).
     """
     curve = reduce_curve(sizes, times)
     if curve.sizes.size < 3:
@@ -548,7 +551,8 @@ class PacketFit:
 
 
 def payload_candidates(sizes, max_candidates: int = 2000) -> np.ndarray:
-    """Integer payloads worth trying: at least two sizes per packet, at least three packet boundaries.
+    """Integer payloads worth trying: two sizes on either side of every boundary within half a
+    payload (four size-steps a packet), and at least three packet boundaries.
 
     Every integer when there are few enough; otherwise a geometric grid fine
     enough that, across the whole size range, a neighbouring candidate moves no
@@ -556,7 +560,7 @@ def payload_candidates(sizes, max_candidates: int = 2000) -> np.ndarray:
     """
     sizes = np.asarray(sizes, float)
     step = np.median(np.diff(sizes)) if sizes.size > 1 else 1.0
-    low = max(2.0, 2 * step)
+    low = max(4.0, 4 * step)
     high = (sizes[-1] - sizes[0]) / 3
     if high < low:
         return np.array([], dtype=np.int64)
@@ -669,8 +673,8 @@ def best_packets(x, y, w, baseline=None, max_candidates: int = 2000, max_pairs: 
     header moves every step alike, so a coarse phase finds the payload's
     neighbourhood); then the integer payloads near the best with headers on a grid
     (about one size-step apart, coarser if that would exceed `max_pairs`); then
-    every integer header near the best. None when the sizes cannot show three
-    packet boundaries.
+    the pairs within a few bytes of the best payload, zooming in on the header. None when the sizes cannot show
+    three packet boundaries.
     """
     candidates = payload_candidates(x, max_candidates)
     if candidates.size == 0:
@@ -688,8 +692,17 @@ def best_packets(x, y, w, baseline=None, max_candidates: int = 2000, max_pairs: 
     payloads = np.concatenate([np.full(len(range(0, p, header_step)), p) for p in near])
     headers = np.concatenate([np.arange(0, p, header_step) for p in near])
     payload, header = _best_pair(x, y, w, payloads, headers, baseline)
-    headers = np.unique(np.arange(header - header_step, header + header_step + 1) % payload)
-    return _best_pair(x, y, w, np.full(headers.size, payload), headers, baseline)
+    # The header grid may have favoured a neighbouring payload: the pairs close by, the header
+    # zoomed in to the byte (a boundary that falls on a size needs it).
+    span = header_step
+    while True:
+        fine_step = max(1, span // 16)
+        payloads, headers = np.meshgrid(np.arange(max(1, payload - 3), payload + 4),
+                                        np.arange(header - span, header + span + 1, fine_step))
+        payload, header = _best_pair(x, y, w, payloads.ravel(), headers.ravel() % payloads.ravel(), baseline)
+        if fine_step == 1:
+            return payload, header
+        span = fine_step
 
 
 def fit_packet(sizes, times, max_candidates: int = 2000) -> PacketFit:

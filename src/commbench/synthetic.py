@@ -3,7 +3,7 @@
 A curve is built from what a real one is made of: a latency and a bandwidth;
 protocol switches that change either from some size on (eager to rendezvous:
 a jump, a new slope, or both); packets, each costing some header bytes on the wire
-(steps at every multiple of the payload); a residue class of sizes that is slower
+(a step wherever a message needs one packet more); a residue class of sizes that is slower
 (alignment); a few sizes that are slower in every launch (spikes); and the noise
 of a real machine: multiplicative heavy-tailed noise per sample (Student t),
 rare large delays (a preempted process), and a shift per launch. Everything is
@@ -73,6 +73,8 @@ class Noise:
 
 @dataclass(frozen=True)
 class GroundTruth:
+    """Everything a curve is made of; what the models and detectors must find again."""
+
     latency_s: float
     bandwidth_Bps: float
     switches: tuple[Switch, ...] = ()
@@ -111,6 +113,8 @@ class GroundTruth:
 
 @dataclass(frozen=True)
 class SyntheticCurve:
+    """What `generate` returns: the samples, and the truth they were drawn from."""
+
     sizes: np.ndarray            # bytes
     times: np.ndarray            # seconds: (n_sizes, n_samples) or (n_sizes, n_launches, n_samples)
     truth: GroundTruth
@@ -130,12 +134,13 @@ def generate(sizes, truth: GroundTruth, noise: Noise = Noise(), n_samples: int =
         rows = sizes == spike.size_bytes
         if not rows.any():
             raise ValueError(f"spike at {spike.size_bytes} B: not one of the sizes")
-        cols = slice(None) if spike.launches is None else list(spike.launches)
-        extra[rows, cols, :] += spike.extra_s
+        hit = np.arange(launches) if spike.launches is None else np.array(spike.launches)
+        extra[np.ix_(np.flatnonzero(rows), hit)] += spike.extra_s
     core = rng.standard_t(noise.tail_df, size=shape) if np.isfinite(noise.tail_df) else rng.standard_normal(shape)
     launch_shift = 1 + noise.launch_relative * rng.standard_normal((1, launches, 1))
     delayed = rng.random(shape) < noise.outlier_fraction
     delay = rng.exponential(noise.outlier_scale, size=shape) * delayed
+    # A t draw can be below -1/relative; a time cannot be negative, nor much below its clean value.
     times = (clean + extra) * launch_shift * np.maximum(1 + noise.relative * core, 0.05) + clean * delay
     if n_launches is None:
         times = times[:, 0, :]
