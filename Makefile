@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: campaign test bench lab dry-run lock clean help
+.PHONY: campaign test system bench lab dry-run lock clean help
 
 help:
 	@echo "make campaign [CAMPAIGN=config/campaigns/<name>.yaml]  run a campaign, write its dataset"
@@ -30,8 +30,12 @@ campaign: $(READY)
 dry-run: $(READY)
 	$(BIN)/snakemake --configfile $(CAMPAIGN) --dry-run
 
-test: $(READY)
+test: $(READY) system
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# Debian packages the browser and Slurm tests need (envs/system.txt); a no-op once installed.
+system:
+	@bash envs/install-system
 
 # Builds the default campaign's libraries through the workflow, then measures the harness itself.
 bench: $(READY)
