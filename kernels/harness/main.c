@@ -41,6 +41,7 @@ struct cb_options {
     size_t align;
     int integrity, inject_fault, print_sizes;
     const char *datatype;     /* byte | int | double */
+    long hang_after;          /* test only: hang once this many points are written (< 0: never) */
     struct cb_params params;
 };
 
@@ -86,6 +87,7 @@ static void usage(FILE *out)
           "  --io-sync             io: fdatasync after every write (inside the timing)\n"
           "  --drop-cache          io: drop the file's cached pages before every read\n"
           "  --inject-fault        with --integrity: corrupt one byte per batch\n"
+          "  --test-hang-after N   test only: hang after N points (proves timeouts and kills work)\n"
           "  -o PATH               JSON Lines output (default stdout)\n",
           out);
 }
@@ -108,14 +110,14 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
                      .perturbation = 3, .step = 32},
         .warmup = 10, .rse_target = 0.01, .min_samples = 10, .max_samples = 500,
         .max_point_time_s = 5.0, .min_sample_time_s = 1e-4, .timer = CB_TIMER_MPI_WTIME,
-        .shuffle_seed = -1, .cache_mode = "reuse", .datatype = "byte",
+        .shuffle_seed = -1, .hang_after = -1, .cache_mode = "reuse", .datatype = "byte",
         .params = {.window = 64, .messages = 8, .pieces = 4, .sync = "fence", .halo = "blocking", .nodes = 1,
                    .scratch = NULL},
     };
     enum { OPT_SCHEDULE = 256, OPT_SIZES, OPT_RSE, OPT_MIN_SAMPLES, OPT_MAX_SAMPLES,
            OPT_MAX_POINT_TIME, OPT_MIN_SAMPLE_TIME, OPT_TIMER, OPT_LIST, OPT_PER_OCTAVE,
            OPT_PERTURBATION, OPT_STEP, OPT_SHUFFLE, OPT_PRINT_SIZES, OPT_CACHE, OPT_CACHE_SIZE,
-           OPT_ALIGN, OPT_DATATYPE, OPT_INTEGRITY, OPT_INJECT_FAULT, OPT_WINDOW, OPT_MESSAGES,
+           OPT_ALIGN, OPT_DATATYPE, OPT_INTEGRITY, OPT_INJECT_FAULT, OPT_HANG_AFTER, OPT_WINDOW, OPT_MESSAGES,
            OPT_PIECES, OPT_RMA_SYNC, OPT_HALO, OPT_NODES, OPT_PROC_GRID, OPT_METHOD, OPT_SCRATCH,
            OPT_IO_SYNC, OPT_DROP_CACHE };
     static const struct option longopts[] = {
@@ -138,6 +140,7 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
         {"datatype", required_argument, 0, OPT_DATATYPE},
         {"integrity", no_argument, 0, OPT_INTEGRITY},
         {"inject-fault", no_argument, 0, OPT_INJECT_FAULT},
+        {"test-hang-after", required_argument, 0, OPT_HANG_AFTER},
         {"window", required_argument, 0, OPT_WINDOW},
         {"messages", required_argument, 0, OPT_MESSAGES},
         {"pieces", required_argument, 0, OPT_PIECES},
@@ -199,6 +202,7 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
             break;
         case OPT_INTEGRITY: o->integrity = 1; break;
         case OPT_INJECT_FAULT: o->inject_fault = 1; break;
+        case OPT_HANG_AFTER: o->hang_after = atol(optarg); break;
         case OPT_WINDOW: o->params.window = atoi(optarg); break;
         case OPT_MESSAGES: o->params.messages = atoi(optarg); break;
         case OPT_PIECES: o->params.pieces = atoi(optarg); break;
@@ -605,6 +609,12 @@ int main(int argc, char **argv)
     double min_sample_time = fmax(o.min_sample_time_s, fmax(100 * resolution, 100 * overhead));
     double *samples = malloc((size_t)o.max_samples * sizeof *samples);
     for (size_t i = 0; i < nsizes; i++) {
+        /* Rank 0 stops answering; the others block in the next barrier: a real MPI hang. */
+        if (o.hang_after >= 0 && (long)i == o.hang_after)
+            for (;;) {
+                if (ctx.rank == 0) sleep(3600);
+                else MPI_Barrier(ctx.comm);
+            }
         lay_out(&ctx.send, &o, buffer_bytes, sizes[i], kernel_slots);
         lay_out(&ctx.recv, &o, buffer_bytes, sizes[i], kernel_slots);
         measure_size(out, &o, kernel, &ctx, sizes[i], min_sample_time, samples);
