@@ -202,9 +202,12 @@ def _significant_runs(x, y, w, runs, dispersion, threshold) -> tuple[list, list,
     A breakpoint's evidence is how much worse one line would fit its two
     neighbouring segments (residual sum of squares, in noise variances); the
     square root of that is its score, and the weakest is dropped until all pass.
-    A segment whose two neighbours one line fits is a detour, not a switch (a
+    A short segment whose two neighbours one line fits is a detour, not a switch (a
     switch changes the curve from then on): it is merged away and its sizes lose
-    their weight, so it cannot tilt the line it interrupts.
+    their weight, so it cannot tilt the line it interrupts. A segment longer than
+    either neighbour is not a detour: a rendezvous switch adds a latency that
+    relative errors can no longer see at the largest sizes, so one line can fit the
+    sizes before the switch and the last few sizes after it.
     """
     runs, w = list(runs), w.copy()
 
@@ -218,7 +221,9 @@ def _significant_runs(x, y, w, runs, dispersion, threshold) -> tuple[list, list,
             weakest = int(np.argmin(scores))
             runs[weakest:weakest + 2] = [(runs[weakest][0], runs[weakest + 1][1])]
             continue
-        detours = [k for k in range(1, len(runs) - 1) if score(runs[k - 1], runs[k + 1]) < threshold]
+        length = [last - first + 1 for first, last in runs]
+        detours = [k for k in range(1, len(runs) - 1)
+                   if length[k] <= min(length[k - 1], length[k + 1]) and score(runs[k - 1], runs[k + 1]) < threshold]
         if not detours:
             return runs, scores, w
         k = detours[0]
