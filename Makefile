@@ -2,15 +2,17 @@
 PYTHON ?= python3
 VENV ?= .venv
 CAMPAIGN ?= config/campaigns/quick.yaml
+DATASET ?= $(CAMPAIGN)
 PYTEST_ARGS ?=
 
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: campaign test system bench lab dry-run lock clean help
+.PHONY: campaign report test system bench lab dry-run lock clean help
 
 help:
-	@echo "make campaign [CAMPAIGN=config/campaigns/<name>.yaml]  run a campaign, write its dataset"
+	@echo "make campaign [CAMPAIGN=config/campaigns/<name>.yaml]  run a campaign, write its dataset and report"
+	@echo "make report [DATASET=results/<name>/<name>.nc]        regenerate a report from a dataset alone"
 	@echo "make test                                             run the test suite"
 	@echo "make lab                                              JupyterLab on notebooks/"
 	@echo "make dry-run [CAMPAIGN=...]                           show what a campaign would (re)run"
@@ -26,6 +28,10 @@ $(READY): envs/analysis.txt pyproject.toml
 campaign: $(READY)
 	$(BIN)/snakemake --configfile $(CAMPAIGN)
 	$(BIN)/commbench summary $(CAMPAIGN)
+
+# The report alone, from an existing dataset (or a campaign file's dataset); no benchmark reruns.
+report: $(READY)
+	$(BIN)/commbench report $(DATASET)
 
 dry-run: $(READY)
 	$(BIN)/snakemake --configfile $(CAMPAIGN) --dry-run

@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,28 @@ def launch(workspace: Path, library: str, placement, kernel_args: list[str], tmp
                    library=library, mpi=library, launch=0, output=output, timeout_s=timeout_s,
                    library_env=library_env, log=log, scratch=scratch)
     return read_raw(output)
+
+
+TINY_CAMPAIGN = textwrap.dedent("""
+    campaign: tiny
+    libraries:
+      mpich-5.0.2:    {mpi: mpich-5.0.2}
+      openmpi-5.0.11: {mpi: openmpi-5.0.11}
+    placements:
+      - {name: 1N2P, nodes: 1, ppn: 2}
+      - {name: 2N1P, nodes: 2, ppn: 1}
+    kernels:
+      pingpong.send: {sizes: {list: [1, 8, 1Ki, 64Ki, 1Mi]}}
+    launches: 2
+    precision: {rse: 0.05, min_samples: 5, max_samples: 200, max_point_time: 1}
+    timeout: 120
+""")
+
+
+@pytest.fixture(scope="session")
+def tiny_campaign(workspace, built):
+    """The tiny campaign (2 libraries x 2 placements, pingpong.send at 5 sizes, 2 launches) run
+    once through the whole workflow, report included: (campaign file, snakemake's output)."""
+    campaign = workspace / "config" / "campaigns" / "tiny.yaml"
+    campaign.write_text(TINY_CAMPAIGN)
+    return campaign, snakemake(workspace, "--configfile", str(campaign))

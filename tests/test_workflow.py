@@ -13,20 +13,6 @@ from conftest import snakemake
 
 pytestmark = pytest.mark.mpi
 
-TINY = textwrap.dedent("""
-    campaign: tiny
-    libraries:
-      mpich-5.0.2:    {mpi: mpich-5.0.2}
-      openmpi-5.0.11: {mpi: openmpi-5.0.11}
-    placements:
-      - {name: 1N2P, nodes: 1, ppn: 2}
-      - {name: 2N1P, nodes: 2, ppn: 1}
-    kernels:
-      pingpong.send: {sizes: {list: [1, 8, 1Ki, 64Ki, 1Mi]}}
-    launches: 2
-    precision: {rse: 0.05, min_samples: 5, max_samples: 200, max_point_time: 1}
-    timeout: 120
-""")
 
 
 def jobs_planned(workdir, campaign) -> list[str]:
@@ -35,11 +21,10 @@ def jobs_planned(workdir, campaign) -> list[str]:
     return re.findall(r"rule (\w+):\n(?:.*\n)*?\s+output: (\S+)", out)
 
 
-def test_tiny_campaign_end_to_end(workspace, built):
-    campaign = workspace / "config" / "campaigns" / "tiny.yaml"
-    campaign.write_text(TINY)
-    run = snakemake(workspace, "--configfile", str(campaign))
+def test_tiny_campaign_end_to_end(workspace, tiny_campaign):
+    campaign, run = tiny_campaign
     assert "tiny: 8 of 8 launches ok" in run.stdout + run.stderr  # the collect step's report
+    assert (workspace / "results" / "tiny" / "report.html").exists(), "the campaign ends by writing its report"
     ds = open_campaign(workspace / "results" / "tiny" / "tiny.nc")
 
     assert ds["time"].dims == ("library", "placement", "kernel", "size", "launch", "sample")
@@ -68,15 +53,15 @@ def test_tiny_campaign_end_to_end(workspace, built):
     again = snakemake(workspace, "--configfile", str(campaign), "--dry-run").stdout
     assert "Nothing to be done" in again
 
-    # A changed spec reruns that library's environment, build and launches, and the collection only.
+    # A changed spec reruns that library's environment, build and launches, the collection and the report.
     spec = workspace / "envs" / "mpi" / "mpich-5.0.2.yaml"
     spec.write_text(spec.read_text() + "# touched by the test\n")
     planned = jobs_planned(workspace, str(campaign))
     rules = sorted({rule for rule, _ in planned})
-    assert rules == ["build_kernels", "collect", "mpi_environment", "run_launch"], planned
+    assert rules == ["build_kernels", "collect", "mpi_environment", "report", "run_launch"], planned
     launched = [output for rule, output in planned if rule == "run_launch"]
     assert len(launched) == 4 and all("/mpich-5.0.2/" in o for o in launched), launched
-    assert not any("openmpi" in output for rule, output in planned if rule != "collect")
+    assert not any("openmpi" in output for rule, output in planned if rule not in ("collect", "report"))
 
 
 def test_failed_launch_is_recorded_and_the_campaign_completes(workspace, built):
@@ -98,6 +83,9 @@ def test_failed_launch_is_recorded_and_the_campaign_completes(workspace, built):
     assert ds["status"].sel(library="mpich-5.0.2").values.ravel().tolist() == ["ok"]
     assert ds["status"].sel(library="openmpi-nobtl").values.ravel().tolist() == ["failed"]
     assert ds["time"].sel(library="openmpi-nobtl").isnull().all()
+    # The report is still written, and says that launches gave no data.
+    report = (workspace / "results" / "broken" / "report.html").read_text()
+    assert "1 launch(es) gave no data" in report
     raw = workspace / "results" / "broken" / "raw" / "openmpi-nobtl" / "1N2P" / "pingpong.send" / "launch0.jsonl"
     record = json.loads(raw.read_text().splitlines()[0])
     assert record["status"] == "failed" and record["exit_code"] != 0 and record["console_tail"]

@@ -1,4 +1,4 @@
-"""`commbench validate CAMPAIGN` and `commbench summary CAMPAIGN|DATASET`."""
+"""`commbench validate CAMPAIGN`, `commbench summary CAMPAIGN|DATASET`, `commbench report CAMPAIGN|DATASET`."""
 
 from __future__ import annotations
 
@@ -51,11 +51,20 @@ def main(argv=None) -> int:
     commands.add_parser("validate", help="check a campaign file").add_argument("campaign")
     commands.add_parser("summary", help="latency and bandwidth table of a campaign's dataset").add_argument(
         "target", help="campaign file or dataset (.nc)")
+    report = commands.add_parser("report", help="regenerate report.html and figures/ from a dataset "
+                                                "(runs notebooks/04-report.ipynb with papermill)")
+    report.add_argument("target", help="campaign file or dataset (.nc)")
+    report.add_argument("--output-dir", help="where report.html and figures/ go (default: the dataset's folder)")
     args = parser.parse_args(argv)
     try:
         if args.command == "validate":
             campaign = load_campaign(args.campaign)
             print(f"{args.campaign}: ok, campaign {campaign.name!r}, {sum(1 for _ in campaign.runs())} launches")
+            return 0
+        if args.command == "report":
+            from .report import run_report_notebook
+
+            print(f"report: {run_report_notebook(_dataset_path(args.target), args.output_dir)}")
             return 0
         return summary(args.target)
     except (CampaignError, FileNotFoundError, ValueError) as error:

@@ -1,0 +1,220 @@
+"""results/<campaign>/report.html and figures/ from a campaign dataset, no benchmark rerun.
+
+`write_report` is what notebooks/04-report.ipynb calls; `run_report_notebook`
+executes that notebook with papermill (the workflow's report rule and `make report`
+both go through it), so the report is always the notebook's output.
+
+The HTML is self-contained: BokehJS and its CSS are inlined, so it opens offline.
+Static copies of every figure (PNG and SVG, through hvPlot's matplotlib backend) go
+to figures/, listed with the skipped figures in figures/manifest.json.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import holoviews as hv
+import pandas as pd
+import xarray as xr
+
+from .figures import Figure, ReportData, Skipped, Table, all_figures, performance_table
+from .provenance import REPO_ROOT
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "04-report.ipynb"
+STATIC_FORMATS = ("png", "svg")
+
+
+def report_dir(dataset_path) -> Path:
+    """Where a dataset's report goes: next to it (results/<campaign>/)."""
+    path = Path(dataset_path)
+    return path if path.is_dir() else path.parent
+
+
+def build_with(backend: str, figure: Figure):
+    """The figure's HoloViews object with `backend`'s options (hvPlot styles for the current one)."""
+    if backend not in hv.Store.renderers:
+        hv.extension("bokeh", "matplotlib", logo=False)
+    previous = hv.Store.current_backend
+    hv.Store.set_current_backend(backend)
+    try:
+        return figure.build()
+    finally:
+        hv.Store.set_current_backend(previous)
+
+
+def save_static(figure: Figure, directory: Path) -> list[str]:
+    directory.mkdir(parents=True, exist_ok=True)
+    plot = build_with("matplotlib", figure)
+    paths = []
+    for fmt in STATIC_FORMATS:
+        path = directory / f"{figure.name}.{fmt}"
+        hv.save(plot, path, backend="matplotlib", fmt=fmt)
+        paths.append(path.name)
+    return paths
+
+
+# ----------------------------------------------------------------------------- tables
+
+def findings_table(data: ReportData) -> Table:
+    findings = data.findings
+    columns = ["library", "placement", "kernel", "kind", "size", "size_low", "size_high", "magnitude", "score",
+               "period", "period_low", "period_high", "modulus", "residue"]
+    frame = findings[[c for c in columns if c in findings]].dropna(axis=1, how="all")
+    return Table("findings", "Findings", "Every packet boundary, protocol switch, alignment effect and spike "
+                 "commbench.anomalies found (sizes in bytes, magnitude in seconds, score in noise units).", frame)
+
+
+def failed_runs_table(ds: xr.Dataset) -> Table:
+    failed = ds.commbench.failed_runs().reset_index()
+    return Table("failed-runs", "Failed launches", "Launches that gave no data (failed, timed out, refused, "
+                 "missing); their cells are empty in every figure.", failed)
+
+
+def integrity_table(ds: xr.Dataset) -> Table:
+    """Points whose integrity check counted corrupted bytes: any is a reason to distrust the run."""
+    errors = ds["errors"].to_dataframe().reset_index()
+    errors = errors[errors["errors"].fillna(0) > 0]
+    return Table("integrity-errors", "Integrity errors",
+                 "Points measured with --integrity whose messages arrived corrupted (count of bad messages).",
+                 errors)
+
+
+def provenance_tables(ds: xr.Dataset) -> list[Table]:
+    libraries = pd.DataFrame({
+        "library": ds["library"].values,
+        "version": [str(v).strip().splitlines()[0] if str(v).strip() else "" for v in ds["library_version"].values],
+        "family": ds["family"].values, "compiler": ds["compiler"].values, "environment": ds["library_env"].values})
+    placement_coords = [c for c in ("nodes", "ppn", "nprocs", "transport", "emulated", "network_rate", "mtu")
+                        if c in ds.coords]
+    placements = ds[placement_coords].reset_coords()[placement_coords].to_dataframe().reset_index() \
+        if placement_coords else pd.DataFrame({"placement": ds["placement"].values})
+    keys = ("campaign", "campaign_file", "git_commit", "kernel_source_hash", "config_hash", "commbench_version",
+            "hosts", "cpu_model", "os", "compilers", "compiler_flags", "timer_resolution_s", "first_launch",
+            "created")
+    run = pd.DataFrame({"key": [k for k in keys if k in ds.attrs], "value": [str(ds.attrs[k]) for k in keys
+                                                                            if k in ds.attrs]})
+    return [Table("provenance-run", "Campaign and machine", "Recorded in the dataset when it was collected.", run),
+            Table("provenance-libraries", "Libraries", "The library axis: each row its own environment and build.",
+                  libraries),
+            Table("provenance-placements", "Placements", "Nodes x processes per node; `emulated`: more than one "
+                  "node emulated on one host over the network path.", placements)]
+
+
+# ----------------------------------------------------------------------------- HTML
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1150px; color: #222; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1em; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; vertical-align: top; }
+th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
+.caption { color: #555; font-size: 0.9em; } .skipped { color: #8a5a00; }
+.flag { background: #fde2e2; border: 1px solid #d33; padding: 0.6em; }
+pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 0.8em; }
+"""
+
+
+def _table_html(table: Table) -> str:
+    body = ("<p class='caption'>none</p>" if table.frame.empty
+            else table.frame.to_html(index=False, na_rep="", escape=True, float_format=lambda v: f"{v:.4g}"))
+    return (f"<h3 id='{table.name}'>{html.escape(table.title)}</h3>"
+            f"<p class='caption'>{html.escape(table.caption)}</p>{body}")
+
+
+def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], tables: list[Table],
+                provenance: list[Table], title: str) -> str:
+    from bokeh.embed import components
+    from bokeh.embed.bundle import bundle_for_objs_and_resources
+    from bokeh.resources import INLINE
+
+    models = [hv.render(build_with("bokeh", figure), backend="bokeh") for figure in figures]
+    script, divs = components(models) if models else ("", [])
+    # Only the BokehJS these models use, inlined. All registered extensions (INLINE.render())
+    # would pull in one that loads a module shim from a relative URL, an error offline.
+    bundle = bundle_for_objs_and_resources(models, INLINE) if models else None
+    resources = (bundle.scripts() + "".join(f"<style>{css}</style>" for css in bundle.css_raw)) if bundle else ""
+    sections = [f"<section class='figure' id='fig-{f.name}'><h3>{html.escape(f.title)}</h3>{div}"
+                f"<p class='caption'>{html.escape(f.caption)} Static copies: figures/{f.name}.png, .svg</p></section>"
+                for f, div in zip(figures, divs)]
+    skipped_html = "".join(f"<li class='skipped'><b>{html.escape(s.title)}</b>: skipped, {html.escape(s.reason)}</li>"
+                           for s in skipped)
+    integrity = next(t for t in tables if t.name == "integrity-errors")
+    flags = ""
+    if not integrity.frame.empty:
+        flags = (f"<p class='flag'><b>Integrity errors</b>: {len(integrity.frame)} point(s) received corrupted "
+                 f"messages; see <a href='#integrity-errors'>the table</a>. Do not trust those curves.</p>")
+    failed = next(t for t in tables if t.name == "failed-runs")
+    if not failed.frame.empty:
+        flags += (f"<p class='flag'><b>{len(failed.frame)} launch(es) gave no data</b>; see "
+                  f"<a href='#failed-runs'>failed launches</a>.</p>")
+    config = ds.attrs.get("campaign_config", "{}")
+    try:
+        config = json.dumps(json.loads(config), indent=2)
+    except ValueError:
+        pass
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+{resources}
+<style>{STYLE}</style>
+{script}
+</head><body>
+<h1>{html.escape(title)}</h1>
+<p class='caption'>{html.escape(str(ds.attrs.get("campaign_description", ds.attrs.get("description", ""))))}
+Dataset dims: {html.escape(", ".join(f"{k} {v}" for k, v in ds.sizes.items()))}.
+Report written {datetime.now(timezone.utc).isoformat(timespec="seconds")} from the dataset alone.</p>
+{flags}
+<h2>Figures</h2>
+{"".join(sections) or "<p>No figure could be drawn from this dataset.</p>"}
+<ul>{skipped_html}</ul>
+<h2>Tables</h2>
+{"".join(_table_html(t) for t in tables)}
+<h2>Provenance</h2>
+{"".join(_table_html(t) for t in provenance)}
+<h3>Campaign configuration</h3><pre>{html.escape(config)}</pre>
+</body></html>
+"""
+
+
+def write_report(data: ReportData, directory, title: str | None = None) -> dict:
+    """report.html and figures/ (PNG, SVG, manifest.json) for `data` in `directory`; returns the manifest."""
+    directory = Path(directory)
+    figures_dir = directory / "figures"
+    figures_dir.mkdir(parents=True, exist_ok=True)   # also when no figure can be drawn
+    items = all_figures(data)
+    figures = [item for item in items if isinstance(item, Figure)]
+    skipped = [item for item in items if isinstance(item, Skipped)]
+    table = performance_table(data)
+    tables = ([table] if isinstance(table, Table) else []) + [findings_table(data), failed_runs_table(data.ds),
+                                                              integrity_table(data.ds)]
+    if isinstance(table, Skipped):
+        skipped.append(table)
+    manifest = {"campaign": data.ds.attrs.get("campaign", ""), "figures": [], "skipped": [],
+                "tables": [t.name for t in tables]}
+    for figure in figures:
+        manifest["figures"].append({"name": figure.name, "title": figure.title,
+                                    "files": save_static(figure, figures_dir)})
+    manifest["skipped"] = [{"name": s.name, "title": s.title, "reason": s.reason} for s in skipped]
+    manifest["integrity_errors"] = int(len(tables[-1].frame))
+    title = title or f"commbench report: {data.ds.attrs.get('campaign', 'campaign')}"
+    page = render_html(data.ds, figures, skipped, tables, provenance_tables(data.ds), title)
+    (directory / "report.html").write_text(page)
+    (figures_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return manifest
+
+
+def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK) -> Path:
+    """Executes notebooks/04-report.ipynb with papermill on `dataset`; the executed copy is kept
+    beside the report (report.ipynb) as the record of how it was made."""
+    import papermill
+
+    output_dir = Path(output_dir) if output_dir else report_dir(dataset)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    executed = output_dir / "report.ipynb"
+    papermill.execute_notebook(str(notebook), str(executed), cwd=str(REPO_ROOT), progress_bar=False,
+                               parameters={"dataset": str(Path(dataset).resolve()),
+                                           "output_dir": str(output_dir.resolve())})
+    return output_dir / "report.html"
+

@@ -1,0 +1,23 @@
+import sys
+
+# The analysis environment runs the report (papermill, hvPlot): the Python running Snakemake.
+PYTHON = sys.executable
+REPORT_NOTEBOOK = Path(workflow.basedir).parent / "notebooks" / "04-report.ipynb"
+REPORT_CODE = [Path(workflow.basedir).parent / "src" / "commbench" / name for name in ("figures.py", "report.py")]
+
+
+rule report:
+    """notebooks/04-report.ipynb executed with papermill on the dataset: report.html (self-contained),
+    figures/ (PNG, SVG, manifest.json) and the executed notebook, from the dataset alone."""
+    input:
+        dataset=DATASET,
+        notebook=REPORT_NOTEBOOK,
+        code=REPORT_CODE,
+    output:
+        html=RESULTS / "report.html",
+        notebook=RESULTS / "report.ipynb",
+        figures=directory(RESULTS / "figures"),
+    log:
+        RESULTS / "logs" / "report.log",
+    shell:
+        "{PYTHON} -m commbench.cli report {input.dataset} > {log} 2>&1"
