@@ -40,9 +40,10 @@ class CommbenchAccessor:
         return summarize(self._ds["time"], self._ds["size"], ci=ci, n_boot=n_boot, seed=seed)
 
     def failed_runs(self):
-        """A table of the (library, placement, kernel, launch) cells whose launch gave no data."""
+        """A table of the (library, placement, kernel, launch) cells whose launch gave no data; cells
+        the campaign never asked for (a kernel's `placements` leave them out: `skipped`) are not listed."""
         table = self._ds["status"].to_dataframe()[["status"]]
-        return table[table["status"] != "ok"]
+        return table[~table["status"].isin(["ok", "skipped"])]
 
     def _curves(self):
         """Every (library, placement, kernel) with any data: its position, labels, sizes (bytes) and

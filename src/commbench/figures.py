@@ -12,7 +12,8 @@ as the reports do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass
 from functools import cached_property
 
 import holoviews as hv
@@ -72,6 +73,14 @@ class ReportData:
     def __init__(self, ds: xr.Dataset, n_boot: int = 200):
         self.ds = ds
         self.n_boot = n_boot
+        # The validated campaign, as collected: kernel options (method, halo...) and report notes.
+        self.config = json.loads(ds.attrs.get("campaign_config", "{}"))
+
+    def option(self, kernel: str, name: str, default=None):
+        return self.config.get("kernels", {}).get(kernel, {}).get(name, default)
+
+    def in_placement(self, placement: str, kernels) -> pd.DataFrame:
+        return self.points[self.points["kernel"].isin(kernels) & (self.points["placement"] == placement)]
 
     @cached_property
     def points(self) -> pd.DataFrame:
@@ -123,10 +132,11 @@ class ReportData:
         return None
 
 
-def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=()) -> hv.Overlay:
+def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=(), ylabel=None) -> hv.Overlay:
     """Median against size (log-log) per `by` group, with its 95% interval shaded."""
     y, label = ("bandwidth_MBps", "bandwidth (MB/s)") if bandwidth else ("time_us", "time (us)")
-    frame = frame.sort_values("size")
+    label = ylabel or label
+    frame = frame[frame["size"] > 0].sort_values("size")     # a log axis has no zero-byte point
     layers = []
     for group, rows in frame.groupby(by, sort=True):
         if not bandwidth:
@@ -288,6 +298,107 @@ def io_against_tasks(data: ReportData) -> list:
                           "needs an io.* kernel at two or more task counts")
 
 
+
+# Kernels whose bandwidth NetPIPE-style throughput plots compare (with any @variant).
+THROUGHPUT_KERNELS = ("pingpong.send", "stream.uni", "stream.bi", "exchange.sendrecv", "rma.put", "rma.get",
+                      "rma.pingpong", "tcp.pingpong", "memcpy")
+POINT_TO_POINT_VARIANTS = ("pingpong.", "pingping", "exchange.")
+PATTERNS = ("multipingpong.", "pieces", "ring.", "halo.")
+FAN_OUT = ("coll.bcast", "coll.scatter", "coll.scatterv", "coll.scan")
+
+
+def _per_placement(data: ReportData, name: str, title: str, prefixes, minimum: int, caption: str, why: str,
+                   bandwidth: bool = False, mbps: bool = False) -> list:
+    """One figure per placement of every kernel starting with one of `prefixes`, where it has `minimum` of them."""
+    kernels = sorted({k for k in data.points["kernel"] if kernel_of(k).startswith(tuple(prefixes))})
+    figures = []
+    for placement in data.placements:
+        rows = data.in_placement(placement, kernels)
+        if rows["kernel"].nunique() < minimum:
+            continue
+        rows = rows.assign(curve=rows["kernel"] + " " + rows["library"])
+        if mbps:      # NetPIPE's unit: megabits per second
+            rows = rows.assign(bandwidth_MBps=rows["bandwidth_MBps"] * 8)
+        figures.append(Figure(f"{name}-{placement}", f"{title}, {placement}", caption,
+                              lambda rows=rows, placement=placement: _curves(
+                                  rows, "curve", f"{title} {placement}", bandwidth,
+                                  ylabel="throughput (Mbps)" if mbps else None)))
+    return figures or [Skipped(name, title, why)]
+
+
+def throughput_modes(data: ReportData) -> list:
+    return _per_placement(data, "throughput", "Throughput per mode", THROUGHPUT_KERNELS, 2,
+                          "NetPIPE's view: throughput in Mbps (1e6 bits/s) against size for every streaming, "
+                          "ping-pong, one-sided and baseline mode measured in the placement.",
+                          "needs two or more of " + ", ".join(THROUGHPUT_KERNELS) + " in one placement",
+                          bandwidth=True, mbps=True)
+
+
+def point_to_point_variants(data: ReportData) -> list:
+    return _per_placement(data, "variants", "Point-to-point variants", POINT_TO_POINT_VARIANTS, 3,
+                          "Every ping-pong, ping-ping and exchange variant measured in the placement (SKaMPI's "
+                          "comparison of send modes and probes).",
+                          "needs three or more pingpong/pingping/exchange kernels in one placement")
+
+
+def patterns(data: ReportData) -> list:
+    return _per_placement(data, "patterns", "Communication patterns", PATTERNS, 2,
+                          "Multi-ping-pong variants, a message in pieces, ring exchanges and the halo swap "
+                          "(time per iteration or per message, see each kernel's metric).",
+                          "needs two or more multipingpong/pieces/ring/halo kernels in one placement")
+
+
+def io_strategies(data: ReportData) -> list:
+    return _per_placement(data, "io-strategies", "File I/O strategies", ("io.",), 2,
+                          "Aggregate bandwidth of each I/O strategy against the size each task writes or reads.",
+                          "needs two or more io.* kernels in one placement", bandwidth=True)
+
+
+def collective_method(data: ReportData, kernel: str) -> str:
+    """accurate, lower, upper or root: how the entry's time relates to the operation's latency."""
+    default = "accurate" if kernel_of(kernel) in FAN_OUT else "lower"
+    return data.option(kernel, "method", default)
+
+
+def collective_bounds(data: ReportData) -> list:
+    """Per placement and operation: the band between lower and upper bounds, shaded, and
+    the accurate (or root) measurement as a line where the campaign has one."""
+    title = "Collective latency and its bounds"
+    why = "needs a coll.* operation measured with --method lower and upper in one placement"
+    kernels = data.kernels("coll.")
+    figures = []
+    for placement in data.placements:
+        rows = data.in_placement(placement, kernels)
+        rows = rows.assign(op=[kernel_of(k) for k in rows["kernel"]],
+                           method=[collective_method(data, k) for k in rows["kernel"]])
+        bounded = [op for op, mine in rows.groupby("op") if {"lower", "upper"} <= set(mine["method"])]
+        if not bounded:
+            continue
+        rows = rows[rows["op"].isin(bounded) & (rows["size"] > 0)]
+
+        def build(rows=rows, placement=placement):
+            layers = []
+            for (op, library), mine in rows.groupby(["op", "library"]):
+                lower = mine[mine["method"] == "lower"].set_index("size")["time_us"]
+                upper = mine[mine["method"] == "upper"].set_index("size")["time_us"]
+                band = pd.DataFrame({"lower": lower, "upper": upper}).dropna().reset_index()
+                label = f"{op} {library}"
+                layers.append(hv.Area(band, "size", ["lower", "upper"], label=f"{label} bounds").opts(alpha=0.25))
+                for method in ("accurate", "root"):
+                    exact = mine[mine["method"] == method]
+                    if len(exact):
+                        layers.append(exact.hvplot.line(x="size", y="time_us", label=f"{label} {method}",
+                                                        logx=True, logy=True))
+            return hv.Overlay(layers).opts(title=f"{title} {placement}", xlabel="size (B)", ylabel="time (us)",
+                                           logx=True, logy=True, **_size_options())
+
+        figures.append(Figure(f"collective-bounds-{placement}", f"{title}, {placement}",
+                              "Shaded: between the lower bound (back-to-back calls) and the upper bound (each call "
+                              "followed by a barrier); lines: the accurate (acknowledged) or root measurement.",
+                              build))
+    return figures or [Skipped("collective-bounds", title, why)]
+
+
 FINDING_COLOURS = {"packet_steps": "grey", "protocol_switch": "red", "alignment": "purple", "spike": "orange"}
 
 
@@ -306,7 +417,8 @@ def findings_figure(data: ReportData, library: str, placement: str, kernel: str)
 
 
 FIGURES = (library_comparison, placement_comparison, send_against_ssend, one_sided_against_two_sided,
-           small_messages, multipair_against_ppn, collectives_against_ranks, io_against_tasks)
+           small_messages, throughput_modes, point_to_point_variants, patterns, multipair_against_ppn,
+           collectives_against_ranks, collective_bounds, io_against_tasks, io_strategies)
 
 
 def performance_table(data: ReportData) -> Table | Skipped:
@@ -325,12 +437,21 @@ def performance_table(data: ReportData) -> Table | Skipped:
         row = {"library": library, "placement": placement,
                f"latency at {int(smallest['size'])} B (us)": round(smallest["time_us"], 3),
                f"{kernel} bandwidth at {int(largest['size'])} B (MB/s)": round(largest["bandwidth_MBps"], 1)}
-        for name, stream in (("uni", "stream.uni"), ("bi", "stream.bi")):
-            other = points[(points["kernel"] == stream) & (points["library"] == library)
+        # The switch tables' columns: streaming bandwidth, the TCP baseline, and the peak a
+        # copy in memory reaches, against which the achieved bandwidth is judged.
+        for column, other_kernel, largest_size in (("stream.uni", "stream.uni", True), ("stream.bi", "stream.bi", True),
+                                                   ("tcp.pingpong", "tcp.pingpong", True),
+                                                   ("memcpy peak", "memcpy", True)):
+            other = points[(points["kernel"] == other_kernel) & (points["library"] == library)
                            & (points["placement"] == placement)]
+            if other_kernel == "memcpy" and other.empty:      # memcpy runs on one rank: any placement will do
+                other = points[(points["kernel"] == "memcpy") & (points["library"] == library)]
             if len(other):
                 top = other.loc[other["size"].idxmax()]
-                row[f"{stream} at {int(top['size'])} B (MB/s)"] = round(top["bandwidth_MBps"], 1)
+                row[f"{column} at {int(top['size'])} B (MB/s)"] = round(top["bandwidth_MBps"], 1)
+                if other_kernel == "memcpy":
+                    best = max(v for k, v in row.items() if "(MB/s)" in k and "memcpy" not in k)
+                    row["best achieved / memcpy peak"] = round(best / top["bandwidth_MBps"], 3)
         if "latency_s" in cell:
             row["fitted latency (us) [95%]"] = _with_interval(cell["latency_s"] / US, cell["latency_interval_s"] / US)
             row["fitted bandwidth (MB/s) [95%]"] = _with_interval(cell["bandwidth_Bps"] / MB,
@@ -348,6 +469,55 @@ def _with_interval(value: xr.DataArray, interval: xr.DataArray) -> str:
     if np.isfinite(low) and np.isfinite(high):
         return f"{value:.4g} [{low:.4g}, {high:.4g}]"
     return f"{value:.4g}"
+
+
+def halo_speedup_table(data: ReportData) -> Table | Skipped:
+    """EPCC's halo question: what overlapping the swap with non-blocking calls buys."""
+    title = "Halo exchange: blocking against non-blocking"
+    halos = data.kernels("halo.")
+    blocking = [k for k in halos if data.option(k, "halo", "blocking") == "blocking"]
+    nonblocking = [k for k in halos if data.option(k, "halo", "blocking") == "nonblocking"]
+    if not (blocking and nonblocking):
+        return Skipped("halo-speedup", title, "needs halo.jacobi2d run blocking and nonblocking")
+    points = data.points.set_index(["library", "placement", "size", "kernel"])["median_s"]
+    rows = []
+    for (library, placement, size), _ in data.points[data.points["kernel"].isin(halos)].groupby(
+            ["library", "placement", "size"]):
+        try:
+            t_block, t_over = points[(library, placement, size, blocking[0])], points[(library, placement, size,
+                                                                                        nonblocking[0])]
+        except KeyError:
+            continue
+        rows.append({"library": library, "placement": placement, "size (B)": size,
+                     "blocking (us)": round(t_block / US, 2), "non-blocking (us)": round(t_over / US, 2),
+                     "speed-up": round(t_block / t_over, 3)})
+    return Table("halo-speedup", title, "Time per Jacobi iteration; speed-up = blocking / non-blocking "
+                 "(above 1: the non-blocking swap is faster).", pd.DataFrame(rows))
+
+
+def multipair_table(data: ReportData) -> Table | Skipped:
+    """The switch document's 'bandwidth with 1, 2, 4 tasks per node'."""
+    kernels = data.kernels("multipair.")
+    if not kernels:
+        return Skipped("multipair-table", "Bandwidth per tasks per node", "needs a multipair.* kernel")
+    rows = _rows_of(data, kernels)
+    rows = rows[rows["size"] == rows.groupby("kernel")["size"].transform("max")]
+    pairs = (rows["nprocs"] // 2).clip(lower=1)
+    frame = pd.DataFrame({"library": rows["library"], "kernel": rows["kernel"], "placement": rows["placement"],
+                          "tasks per node": rows["ppn"], "size (B)": rows["size"],
+                          "aggregate (MB/s)": rows["bandwidth_MBps"].round(1),
+                          "per pair (MB/s)": (rows["bandwidth_MBps"] / pairs).round(1)})
+    return Table("multipair-table", "Bandwidth per tasks per node",
+                 "Multi-pair bandwidth at the largest size: all pairs together and per pair.",
+                 frame.sort_values(["library", "kernel", "tasks per node"]))
+
+
+TABLES = (performance_table, halo_speedup_table, multipair_table)
+
+
+def all_tables(data: ReportData) -> tuple[list[Table], list[Skipped]]:
+    made = [make(data) for make in TABLES]
+    return [t for t in made if isinstance(t, Table)], [t for t in made if isinstance(t, Skipped)]
 
 
 def all_figures(data: ReportData) -> list:

@@ -20,7 +20,7 @@ import holoviews as hv
 import pandas as pd
 import xarray as xr
 
-from .figures import Figure, ReportData, Skipped, Table, all_figures, performance_table
+from .figures import Figure, ReportData, Skipped, Table, all_figures, all_tables
 from .provenance import REPO_ROOT
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "04-report.ipynb"
@@ -150,11 +150,10 @@ def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], t
     if not failed.frame.empty:
         flags += (f"<p class='flag'><b>{len(failed.frame)} launch(es) gave no data</b>; see "
                   f"<a href='#failed-runs'>failed launches</a>.</p>")
-    config = ds.attrs.get("campaign_config", "{}")
-    try:
-        config = json.dumps(json.loads(config), indent=2)
-    except ValueError:
-        pass
+    config = json.loads(ds.attrs.get("campaign_config", "{}"))
+    notes = "".join(f"<li>{html.escape(note)}</li>" for note in config.get("report", {}).get("notes", []))
+    notes = f"<h2>Scale and limits</h2><ul>{notes}</ul>" if notes else ""
+    config = json.dumps(config, indent=2)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 {resources}
@@ -162,10 +161,11 @@ def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], t
 {script}
 </head><body>
 <h1>{html.escape(title)}</h1>
-<p class='caption'>{html.escape(str(ds.attrs.get("campaign_description", ds.attrs.get("description", ""))))}
+<p class='caption'>{html.escape(config_description(ds))}
 Dataset dims: {html.escape(", ".join(f"{k} {v}" for k, v in ds.sizes.items()))}.
 Report written {datetime.now(timezone.utc).isoformat(timespec="seconds")} from the dataset alone.</p>
 {flags}
+{notes}
 <h2>Figures</h2>
 {"".join(sections) or "<p>No figure could be drawn from this dataset.</p>"}
 <ul>{skipped_html}</ul>
@@ -178,6 +178,10 @@ Report written {datetime.now(timezone.utc).isoformat(timespec="seconds")} from t
 """
 
 
+def config_description(ds: xr.Dataset) -> str:
+    return str(json.loads(ds.attrs.get("campaign_config", "{}")).get("description", ""))
+
+
 def write_report(data: ReportData, directory, title: str | None = None) -> dict:
     """report.html and figures/ (PNG, SVG, manifest.json) for `data` in `directory`; returns the manifest."""
     directory = Path(directory)
@@ -186,11 +190,9 @@ def write_report(data: ReportData, directory, title: str | None = None) -> dict:
     items = all_figures(data)
     figures = [item for item in items if isinstance(item, Figure)]
     skipped = [item for item in items if isinstance(item, Skipped)]
-    table = performance_table(data)
-    tables = ([table] if isinstance(table, Table) else []) + [findings_table(data), failed_runs_table(data.ds),
-                                                              integrity_table(data.ds)]
-    if isinstance(table, Skipped):
-        skipped.append(table)
+    study_tables, skipped_tables = all_tables(data)
+    tables = study_tables + [findings_table(data), failed_runs_table(data.ds), integrity_table(data.ds)]
+    skipped += skipped_tables
     manifest = {"campaign": data.ds.attrs.get("campaign", ""), "figures": [], "skipped": [],
                 "tables": [t.name for t in tables]}
     for figure in figures:
@@ -198,7 +200,8 @@ def write_report(data: ReportData, directory, title: str | None = None) -> dict:
                                     "files": save_static(figure, figures_dir)})
     manifest["skipped"] = [{"name": s.name, "title": s.title, "reason": s.reason} for s in skipped]
     manifest["integrity_errors"] = int(len(tables[-1].frame))
-    title = title or f"commbench report: {data.ds.attrs.get('campaign', 'campaign')}"
+    study = data.config.get("report", {}).get("study")
+    title = title or f"commbench report: {study or data.ds.attrs.get('campaign', 'campaign')}"
     page = render_html(data.ds, figures, skipped, tables, provenance_tables(data.ds), title)
     (directory / "report.html").write_text(page)
     (figures_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
