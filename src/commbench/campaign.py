@@ -50,13 +50,28 @@ def _describe(error: jsonschema.ValidationError) -> str:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         return f"{where}: {error.instance!r} is not allowed{hint}; allowed values: {', '.join(allowed)}"
     if error.validator == "pattern":
-        return (f"{where}: {error.instance!r} is not allowed: use letters, digits, '.', '_', '+' and '-', "
-                "starting with a letter or digit")
+        allowed = PATTERN_WORDS.get(error.validator_value, f"a match of {error.validator_value}")
+        return f"{where}: {error.instance!r} is not allowed; allowed: {allowed}"
     if error.validator == "oneOf" and error.context:
         deepest = max(error.context, key=lambda e: len(e.absolute_path))
-        return _describe(deepest) if deepest.absolute_path != error.absolute_path else (
-            f"{where}: {error.instance!r} matches none of the allowed forms: {error.message}")
+        if deepest.absolute_path != error.absolute_path:
+            return _describe(deepest)
+        allowed = error.schema.get("description") or error.message
+        return f"{where}: {error.instance!r} is not allowed; allowed: {allowed}"
+    if error.validator == "maxLength":
+        return f"{where}: {error.instance!r} is too long; allowed: at most {error.validator_value} characters"
     return f"{where}: {error.message}"
+
+
+# The schema's name patterns in words: names become paths, shell words and variable names.
+PATTERN_WORDS = {
+    "^[A-Za-z0-9][A-Za-z0-9._+-]*$": "letters, digits, '.', '_', '+' and '-', starting with a letter or digit",
+    "^[a-z][a-z0-9_.]*(@[A-Za-z0-9._+-]+)?$": "a kernel name (lower-case letters, digits, '_' and '.'), "
+                                               "optionally '@label' of letters, digits, '.', '_', '+' and '-'",
+    "^[A-Za-z_][A-Za-z0-9_]*$": "an environment variable name: letters, digits and '_', not starting with a digit",
+    "^[0-9]+(k|M|G|Ki|Mi|Gi)?$": "bytes as digits with an optional k, M, G, Ki, Mi or Gi suffix",
+    "^[0-9]+(\\.[0-9]+)?(bit|kbit|mbit|gbit)$": "a tc rate such as 100mbit or 1gbit",
+}
 
 
 def _resolve(schema: dict, root: dict) -> dict:
@@ -253,7 +268,27 @@ class Campaign:
                 args.append("--" + flag.replace("_", "-"))
         if self.config["shuffle"]:
             args += ["--shuffle", str(launch)]
+        if "test_hang_after" in spec:
+            args += ["--test-hang-after", str(spec["test_hang_after"])]
         return [kernel_of(entry), *args]
+
+    def launch_settings(self, library: str, placement: str, kernel: str, launch: int) -> dict:
+        """Everything about one launch that, when changed, must rerun it."""
+        return {
+            "placement": self.placement(placement),
+            "kernel_args": self.kernel_args(kernel, launch),
+            "library_env": self.library_env(library),
+            "mpi": self.mpi_of(library),
+            "timeout": self.config["timeout"],
+            "scratch": self.config["scratch"],
+        }
+
+    def changed_settings(self, library: str, placement: str, kernel: str, launch: int,
+                         recorded: dict) -> list[str]:
+        """What differs between the settings a launch was measured with and those this campaign
+        asks for (empty: the same launch)."""
+        wanted = json.loads(json.dumps(self.launch_settings(library, placement, kernel, launch)))
+        return _differences(recorded, wanted) if recorded != wanted else []
 
     def runs_on(self, kernel: str, placement: str) -> bool:
         return placement in self.config["kernels"][kernel].get("placements", self.placements)
@@ -266,6 +301,32 @@ class Campaign:
                     if self.runs_on(kernel, placement):
                         for launch in range(self.launches):
                             yield library, placement, kernel, launch
+
+
+def _differences(old: dict, new: dict) -> list[str]:
+    """Which settings differ; for kernel options, the options themselves (`--rse 0.01 -> 0.05`)."""
+    found = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) == new.get(key):
+            continue
+        if key == "kernel_args":
+            before, after = _options(old.get(key) or []), _options(new.get(key) or [])
+            found += [f"{option} {before.get(option, '(none)')} -> {after.get(option, '(none)')}"
+                      for option in sorted(set(before) | set(after)) if before.get(option) != after.get(option)]
+        else:
+            found.append(f"{key} {json.dumps(old.get(key))} -> {json.dumps(new.get(key))}")
+    return found
+
+
+def _options(args: list[str]) -> dict[str, str]:
+    options, key = {}, None
+    for word in args[1:]:
+        if word.startswith("-") and not word.lstrip("-").replace(".", "").isdigit():
+            key = word
+            options[key] = ""
+        elif key:
+            options[key] = (options[key] + " " + word).strip()
+    return options
 
 
 def _env_value(value) -> str:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from .campaign import CampaignError, load_campaign
+from .guards import check_resources
 
 
 def _dataset_path(target: str) -> Path:
@@ -59,6 +60,7 @@ def main(argv=None) -> int:
     try:
         if args.command == "validate":
             campaign = load_campaign(args.campaign)
+            check_resources(campaign)
             print(f"{args.campaign}: ok, campaign {campaign.name!r}, {sum(1 for _ in campaign.runs())} launches")
             return 0
         if args.command == "report":

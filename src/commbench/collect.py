@@ -178,6 +178,37 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
 
 
+def failures(results: list[LaunchResult], refused: list[RawFileError] = ()) -> list[dict]:
+    """One entry per launch that gave no data: failed or timed-out launches with their exit code,
+    reason and console tail, and refused raw files with the file, line and why."""
+    entries = []
+    for result in results:
+        meta = result.launch
+        if result.status == "ok":
+            continue
+        entries.append({key: meta.get(key) for key in (
+            "status", "library", "placement", "kernel", "launch", "exit_code", "reason", "started",
+            "duration_s", "timeout_s", "console_tail")} | {"raw": result.path})
+    for error in refused:
+        entry = {"status": "refused", "raw": error.path, "line": error.line, "reason": str(error)}
+        try:
+            with open(error.path, errors="replace") as raw:
+                meta = json.loads(raw.readline())
+            entry |= {key: meta[key] for key in ("library", "placement", "kernel", "launch")}
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # the launch record itself is damaged: the file's path still names the cell
+        entries.append(entry)
+    return entries
+
+
+def write_failures(entries: list[dict], path) -> None:
+    """The campaign's failure log, JSON Lines, rewritten whole by every collection (empty: none)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(entry, sort_keys=True) + "\n" for entry in entries))
+    tmp.replace(path)
+
+
 def write_dataset(ds: xr.Dataset, path) -> None:
     """netCDF4 with compression; written beside the target first so a reader never sees half a file."""
     path = Path(path)

@@ -45,6 +45,14 @@ class CommbenchAccessor:
         table = self._ds["status"].to_dataframe()[["status"]]
         return table[~table["status"].isin(["ok", "skipped"])]
 
+    def integrity_errors(self):
+        """A table (pandas DataFrame) of the points whose integrity check found corrupted bytes:
+        library, placement, kernel, size and launch, with their `errors` count. Empty when no
+        point checked found any (points not checked are NaN and never listed)."""
+        errors = self._ds["errors"]
+        table = errors.where(errors > 0).to_dataframe()[["errors"]].dropna().reset_index()
+        return table.astype({"errors": "int64"})
+
     def _curves(self):
         """Every (library, placement, kernel) with any data: its position, labels, sizes (bytes) and
         times shaped (n_sizes, n_launches, n_samples), the sizes it never measured dropped."""

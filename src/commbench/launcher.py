@@ -18,6 +18,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from .libraries import in_environment
 
 RAW_SCHEMA = 1
 STDERR_TAIL_CHARS = 4000
+KILL_GRACE_S = 3.0   # how long mpiexec may take to end its ranks before they are killed
 
 # Environment each family needs to take the network path between ranks on one host.
 EMULATED_NETWORK_ENV = {
@@ -96,18 +98,116 @@ def plan_launch(family: str, placement: Placement, binary: str, kernel_args: lis
     return LaunchPlan(command=command, env=env, binding=binding)
 
 
+def _supervise() -> None:
+    """The first process of every launch; runs as `python -c <this function's source>` so that it
+    starts in milliseconds and needs nothing beyond the standard library.
+
+    argv: PARENT_PID GRACE_S COMMAND... It runs COMMAND and, however the launch ends, leaves
+    no process of it behind. MPI launchers put their proxies and ranks in sessions of their
+    own (Hydra) or let them outlive a killed mpiexec (PRRTE), so neither a process group nor
+    mpiexec's own clean-up is enough: this process adopts every orphan of the launch (child
+    subreaper) and kills all its descendants at the end. It also dies with its parent
+    (parent-death signal), so a launcher killed with SIGKILL (an interrupted workflow) does
+    not leave ranks spinning on the machine.
+    """
+    import ctypes
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    parent, grace_s, command = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig, pr_set_child_subreaper = 1, 36
+    libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+    libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+
+    class Stop(Exception):
+        pass
+
+    def stop(signum, frame):
+        raise Stop
+
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, stop)
+
+    def descendants() -> list[int]:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as stat:
+                        ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+                children.setdefault(ppid, []).append(int(entry))
+        found, todo = [], [os.getpid()]
+        while todo:
+            for pid in children.get(todo.pop(), []):
+                found.append(pid)
+                todo.append(pid)
+        return found
+
+    def end_everything(first) -> None:
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, signal.SIG_IGN)
+        # mpiexec first, politely: it knows its ranks and may clean up shared memory.
+        if first is not None and first.poll() is None:
+            first.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + grace_s
+            while first.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+        give_up = time.monotonic() + 30  # a process stuck in the kernel (D state) cannot be killed
+        while time.monotonic() < give_up:
+            left = descendants()
+            if not left:
+                return
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
+                pass
+            time.sleep(0.05)
+
+    first, code = None, 128 + int(signal.SIGTERM)
+    try:
+        if os.getppid() != parent:  # the launcher died before the parent-death signal was armed
+            raise Stop
+        first = subprocess.Popen(command)
+        code = first.wait()
+        code = 128 - code if code < 0 else code
+    except Stop:
+        pass
+    end_everything(first)
+    sys.exit(code)
+
+
+def _supervised(argv: list[str], grace_s: float) -> list[str]:
+    import inspect
+
+    source = inspect.getsource(_supervise) + "\n_supervise()\n"
+    return [sys.executable, "-I", "-S", "-c", source, str(os.getpid()), str(grace_s), *argv]
+
+
 def _kill_tree(process: subprocess.Popen, grace_s: float = 5.0) -> None:
-    """Ends mpiexec and every rank it started: they share the session we gave it."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=grace_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """Ends a launch: its supervisor kills every process of it; the process group is the fallback."""
+    try:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=grace_s + 10)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    process.wait()
 
 
 def read_complete_output(path: Path) -> tuple[list[str], str | None]:
@@ -128,23 +228,26 @@ def read_complete_output(path: Path) -> tuple[list[str], str | None]:
 
 def run_launch(*, env_dir, binary, kernel: str, kernel_args: list[str], placement: Placement,
                family: str, library: str, mpi: str, launch: int, output, timeout_s: float,
-               library_env: dict[str, str] | None = None, log=None, scratch=None) -> dict:
+               library_env: dict[str, str] | None = None, log=None, scratch=None,
+               settings: dict | None = None) -> dict:
     """Runs one launch and writes `output`; returns its launch record. Never raises for a failed run.
 
     The launch gets a private directory under `scratch` for any files it makes (io kernels);
-    it is removed when the launch ends, however it ends."""
+    it is removed when the launch ends, however it ends. `settings` (the campaign's view of
+    the launch) is kept in the launch record, so that a later campaign can tell whether
+    rerunning it would replace these results with differently configured ones."""
     Path(scratch or tempfile.gettempdir()).mkdir(parents=True, exist_ok=True)
     private = tempfile.mkdtemp(prefix=f"commbench-{library}-{placement.name}-{kernel}-{launch}-",
                                dir=scratch or None)
     try:
         return _run_launch(env_dir, binary, kernel, [*kernel_args, "--scratch", private], placement, family,
-                           library, mpi, launch, output, timeout_s, library_env, log)
+                           library, mpi, launch, output, timeout_s, library_env, log, settings)
     finally:
         shutil.rmtree(private, ignore_errors=True)
 
 
 def _run_launch(env_dir, binary, kernel, kernel_args, placement, family, library, mpi, launch, output,
-                timeout_s, library_env, log) -> dict:
+                timeout_s, library_env, log, settings=None) -> dict:
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
@@ -157,16 +260,20 @@ def _run_launch(env_dir, binary, kernel, kernel_args, placement, family, library
         argv = netem.wrap(shlex.join(argv), placement.network)
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()
-    process = subprocess.Popen(argv, env=env,
+    process = subprocess.Popen(_supervised(argv, KILL_GRACE_S), env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
+                               errors="replace", start_new_session=True)
     try:
         console, _ = process.communicate(timeout=timeout_s)
         status = "ok" if process.returncode == 0 else "failed"
     except subprocess.TimeoutExpired:
-        _kill_tree(process)
+        _kill_tree(process, KILL_GRACE_S)
         console, _ = process.communicate()
         status = "timeout"
+    except BaseException:
+        # Interrupted (Ctrl-C, the workflow stopping us): the launch must not outlive us.
+        _kill_tree(process, KILL_GRACE_S)
+        raise
     duration = time.monotonic() - t0
     if log is not None:
         log.write(console)
@@ -184,6 +291,8 @@ def _run_launch(env_dir, binary, kernel, kernel_args, placement, family, library
         "exit_code": process.returncode, "started": started.isoformat(timespec="seconds"),
         "duration_s": round(duration, 3), "timeout_s": timeout_s,
     }
+    if settings is not None:
+        record["settings"] = settings
     if status != "ok":
         record["reason"] = problem if status == "failed" and process.returncode == 0 else (
             f"killed after the {timeout_s:g} s timeout" if status == "timeout"

@@ -49,83 +49,178 @@ class LaunchResult:
         return self.launch["status"]
 
 
+LAUNCH_STATUSES = {"ok", "failed", "timeout"}
+
+
 def _check_schema(record: dict, path, number: int) -> None:
-    if record.get("schema") not in KNOWN_SCHEMAS:
-        raise RawFileError(path, number, f"unknown schema version {record.get('schema')!r} "
+    schema = record.get("schema")
+    if not _is_int(schema) or schema not in KNOWN_SCHEMAS:
+        raise RawFileError(path, number, f"unknown schema version {schema!r} "
                                          f"(known: {', '.join(map(str, sorted(KNOWN_SCHEMAS)))})")
 
 
-def _point(record: dict, path, number: int) -> Point:
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _finite(value) -> float | None:
+    """The value as a float if it is a finite JSON number, else None (bools and huge ints too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
     try:
-        size = record["size"]
-        samples = record["samples"]
-        iters = record["iters_per_sample"]
-    except KeyError as missing:
-        raise RawFileError(path, number, f"point record lacks {missing}") from None
-    if not isinstance(size, int) or size < 0:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _require(record: dict, key: str, ok, expected: str, path, number: int):
+    if key not in record:
+        raise RawFileError(path, number, f"{record.get('record')} record lacks {key!r}")
+    if not ok(record[key]):
+        raise RawFileError(path, number, f"{key} must be {expected}, got {record[key]!r}")
+    return record[key]
+
+
+def _check_launch(record: dict, path, number: int) -> None:
+    _check_schema(record, path, number)
+    status = record.get("status")
+    if not isinstance(status, str) or status not in LAUNCH_STATUSES:
+        raise RawFileError(path, number, f"launch status {status!r} is not one of "
+                                         f"{', '.join(sorted(LAUNCH_STATUSES))}")
+    for key in ("library", "placement", "kernel"):
+        _require(record, key, lambda v: isinstance(v, str) and v, "a non-empty string", path, number)
+    _require(record, "launch", lambda v: _is_int(v) and v >= 0, "a non-negative integer", path, number)
+
+
+def _check_run(record: dict, path, number: int) -> None:
+    _check_schema(record, path, number)
+    _require(record, "library_version", lambda v: isinstance(v, str), "a string", path, number)
+    _require(record, "hosts", lambda v: isinstance(v, list) and all(isinstance(h, str) for h in v),
+             "a list of host names", path, number)
+    for key in ("timer_resolution_s", "harness_overhead_s"):
+        _require(record, key, lambda v: (x := _finite(v)) is not None and x >= 0,
+                 "a finite non-negative number of seconds", path, number)
+    if not isinstance(record.get("cpu_binding", []), list) or not all(
+            isinstance(c, str) for c in record.get("cpu_binding", [])):
+        raise RawFileError(path, number, f"cpu_binding must be a list of strings, got {record['cpu_binding']!r}")
+    if not isinstance(record.get("kernel_info", {}), dict):
+        raise RawFileError(path, number, f"kernel_info must be an object, got {record['kernel_info']!r}")
+    if not isinstance(record.get("metric", ""), str):
+        raise RawFileError(path, number, f"metric must be a string, got {record['metric']!r}")
+
+
+def _point(record: dict, path, number: int) -> Point:
+    for key in ("size", "samples", "iters_per_sample"):
+        if key not in record:
+            raise RawFileError(path, number, f"point record lacks {key!r}")
+    size, samples, iters = record["size"], record["samples"], record["iters_per_sample"]
+    if not _is_int(size) or size < 0:
         raise RawFileError(path, number, f"size must be a non-negative integer, got {size!r}")
     if not isinstance(samples, list) or not samples:
         raise RawFileError(path, number, "point record has no samples")
+    times = []
     for value in samples:
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        time = _finite(value)
+        if time is None or time <= 0:
             raise RawFileError(path, number, f"sample {value!r} at size {size} is not a finite positive time")
-    if not isinstance(iters, int) or iters < 1:
+        times.append(time)
+    if not _is_int(iters) or iters < 1:
         raise RawFileError(path, number, f"iters_per_sample must be a positive integer, got {iters!r}")
+    settled = record.get("settled", False)
+    if not isinstance(settled, bool):
+        raise RawFileError(path, number, f"settled must be true or false, got {settled!r}")
     rse = record.get("rse")
-    return Point(size=size, samples=[float(v) for v in samples], iters_per_sample=iters,
-                 settled=bool(record.get("settled")),
-                 rse=float(rse) if isinstance(rse, (int, float)) and rse >= 0 else math.nan,
-                 errors=record.get("errors"),
-                 subtracted_s=float(record.get("subtracted_s", math.nan)))
+    if rse is not None and _finite(rse) is None:
+        raise RawFileError(path, number, f"rse must be a finite number or null, got {rse!r}")
+    errors = record.get("errors")
+    if errors is not None and (not _is_int(errors) or errors < 0):
+        raise RawFileError(path, number, f"errors must be a non-negative integer or null, got {errors!r}")
+    subtracted = record.get("subtracted_s")
+    if subtracted is not None and _finite(subtracted) is None:
+        raise RawFileError(path, number, f"subtracted_s must be a finite number or null, got {subtracted!r}")
+    return Point(size=size, samples=times, iters_per_sample=iters, settled=settled,
+                 # The kernel writes -1 where the error is undefined (a single sample).
+                 rse=math.nan if rse is None or rse < 0 else float(rse), errors=errors,
+                 subtracted_s=math.nan if subtracted is None else float(subtracted))
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse(line: bytes, path, number: int):
+    try:
+        return json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise RawFileError(path, number, "not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise RawFileError(path, number, f"malformed JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:
+        raise RawFileError(path, number, f"malformed JSON ({exc})") from None
 
 
 def read_raw(path) -> LaunchResult:
     """Parses and checks one raw file; raises RawFileError if any of it cannot be trusted."""
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
         raise RawFileError(path, None, f"cannot read: {exc.strerror}") from None
-    lines = text.splitlines()
-    if not lines:
+    if not data.strip():
         raise RawFileError(path, None, "empty file")
+    lines = data.split(b"\n")
+    if lines[-1]:
+        # Every record is written with its newline: a last line without one was cut short.
+        raise RawFileError(path, len(lines), "incomplete: the last line has no newline (the file was cut "
+                                             "short); this file is not merged")
+    lines.pop()
     result = None
+    seen_sizes = set()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise RawFileError(path, number, f"malformed JSON ({exc.msg})") from None
+        record = _parse(line, path, number)
         kind = record.get("record") if isinstance(record, dict) else None
         if result is None:
             if kind != "launch":
                 raise RawFileError(path, number, "the first record must be the launch record")
-            _check_schema(record, path, number)
+            _check_launch(record, path, number)
             result = LaunchResult(path=str(path), launch=record)
             continue
         if result.end is not None:
             raise RawFileError(path, number, "records after the end record")
+        if kind == "launch":
+            raise RawFileError(path, number, "a second launch record")
         if kind == "run":
-            _check_schema(record, path, number)
+            if result.run is not None:
+                raise RawFileError(path, number, "a second run record")
+            _check_run(record, path, number)
             result.run = record
         elif kind == "point":
             if result.run is None:
                 raise RawFileError(path, number, "point record before the run record")
-            result.points.append(_point(record, path, number))
+            point = _point(record, path, number)
+            if point.size in seen_sizes:
+                raise RawFileError(path, number, f"size {point.size} measured twice in one launch")
+            seen_sizes.add(point.size)
+            result.points.append(point)
         elif kind == "end":
             result.end = record
         else:
             raise RawFileError(path, number, f"unknown record type {kind!r}")
+    if result is None:
+        raise RawFileError(path, None, "empty file")
     if result.status == "ok":
-        if result.end is None:
+        if result.run is None or result.end is None:
             raise RawFileError(path, len(lines), "incomplete: no end record (the launch was cut short); "
                                                  "this file is not merged")
         if result.end.get("status") != "ok":
             raise RawFileError(path, len(lines), f"end record status is {result.end.get('status')!r}")
-        if result.end.get("points") != len(result.points):
-            raise RawFileError(path, len(lines), f"end record counts {result.end.get('points')} points, "
+        points = result.end.get("points")
+        if not _is_int(points) or points != len(result.points):
+            raise RawFileError(path, len(lines), f"end record counts {points!r} points, "
                                                  f"the file has {len(result.points)}")
-    elif result.run is not None or result.points:
+    elif result.run is not None or result.points or result.end is not None:
         raise RawFileError(path, None, f"a {result.status} launch must carry no measurements")
     return result

@@ -75,11 +75,9 @@ def failed_runs_table(ds: xr.Dataset) -> Table:
 
 def integrity_table(ds: xr.Dataset) -> Table:
     """Points whose integrity check counted corrupted bytes: any is a reason to distrust the run."""
-    errors = ds["errors"].to_dataframe().reset_index()
-    errors = errors[errors["errors"].fillna(0) > 0]
     return Table("integrity-errors", "Integrity errors",
                  "Points measured with --integrity whose messages arrived corrupted (count of bad messages).",
-                 errors)
+                 ds.commbench.integrity_errors())
 
 
 def provenance_tables(ds: xr.Dataset) -> list[Table]:

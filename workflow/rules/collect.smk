@@ -6,6 +6,7 @@ rule collect:
         builds=[build_record(m) for m in CAMPAIGN.mpi_names],
     output:
         dataset=DATASET,
+        failures=RESULTS / "failures.jsonl",
     params:
         campaign_file=CAMPAIGN_FILE,
         config_hash=CAMPAIGN.config_hash,

@@ -3,6 +3,7 @@ import json
 from pathlib import Path
 
 from commbench.campaign import CampaignError, load_campaign
+from commbench.guards import check_resources
 from commbench.provenance import KERNELS_DIR
 
 # The campaign file is re-read by commbench so that errors name the file and key.
@@ -11,6 +12,10 @@ if len(workflow.configfiles) > 1:
 CAMPAIGN_FILE = str(workflow.configfiles[0]) if workflow.configfiles else "config/campaigns/quick.yaml"
 try:
     CAMPAIGN = load_campaign(CAMPAIGN_FILE)
+    # Before any job: a size no launch could allocate, or I/O the scratch disk cannot hold. Only
+    # where launches run on this host: a cluster's nodes are not the login node.
+    if workflow.local_exec and not workflow.remote_exec and str(config.get("resource_checks", True)).lower() != "false":
+        check_resources(CAMPAIGN)
 except CampaignError as error:
     raise WorkflowError(str(error)) from None
 
@@ -51,13 +56,39 @@ def raw_file(library, placement, kernel, launch):
 def launch_settings(wildcards):
     """Everything about one launch that, when changed, must rerun it (a Snakemake param)."""
     return json.dumps(
-        {
-            "placement": CAMPAIGN.placement(wildcards.placement),
-            "kernel_args": CAMPAIGN.kernel_args(wildcards.kernel, int(wildcards.launch)),
-            "library_env": CAMPAIGN.library_env(wildcards.library),
-            "mpi": CAMPAIGN.mpi_of(wildcards.library),
-            "timeout": CAMPAIGN.config["timeout"],
-            "scratch": CAMPAIGN.config["scratch"],
-        },
+        CAMPAIGN.launch_settings(wildcards.library, wildcards.placement, wildcards.kernel, int(wildcards.launch)),
         sort_keys=True,
     )
+
+
+def _launches_overwritten():
+    """Finished launches whose raw file records other settings than this campaign file asks for:
+    running it would replace their results. Failed launches hold no data and may be redone."""
+    changed = []
+    for run in CAMPAIGN.runs():
+        path = raw_file(*run)
+        try:
+            with open(path) as raw:
+                record = json.loads(raw.readline())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict) or record.get("status") != "ok" or "settings" not in record:
+            continue
+        differences = CAMPAIGN.changed_settings(*run, recorded=record["settings"])
+        if differences:
+            changed.append((path, differences))
+    return changed
+
+
+# Results are never silently replaced by a differently configured campaign of the same name.
+if not workflow.remote_exec and str(config.get("overwrite", False)).lower() not in ("true", "1", "yes"):
+    _overwritten = _launches_overwritten()
+    if _overwritten:
+        _examples = "\n".join(f"  {path}: {'; '.join(diff)}" for path, diff in _overwritten[:5])
+        raise WorkflowError(
+            f"{CAMPAIGN_FILE}: {RESULTS} holds {len(_overwritten)} finished launches measured with other "
+            f"settings of campaign {CAMPAIGN.name!r}; running this file would overwrite them, e.g.\n"
+            f"{_examples}\n"
+            f"To keep them, give the changed campaign a new name (campaign: {CAMPAIGN.name}-2): its results "
+            f"go to results/{CAMPAIGN.name}-2/. To replace them, rerun with --config overwrite=true."
+        )

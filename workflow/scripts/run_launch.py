@@ -1,9 +1,13 @@
 # Snakemake script: one launch; a failed or hung launch is recorded, never raised.
 import json
+import signal
+import sys
 from pathlib import Path
 
 from commbench.launcher import Placement, run_launch
 
+# Snakemake stops jobs with SIGTERM: end the launch's processes on the way out, not leave them running.
+signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 settings = json.loads(snakemake.params.settings)
 library = json.loads(Path(snakemake.input.library).read_text())
 placement = Placement(**settings["placement"])
@@ -14,7 +18,7 @@ with open(snakemake.log[0], "w") as log:
         kernel_args=settings["kernel_args"], placement=placement, family=library["family"],
         library=w.library, mpi=settings["mpi"], launch=int(w.launch), output=snakemake.output.raw,
         timeout_s=settings["timeout"], library_env=settings["library_env"], log=log,
-        scratch=settings["scratch"],
+        scratch=settings["scratch"], settings=settings,
     )
 if record["status"] != "ok":
     print(f"launch {w.library}/{w.placement}/{w.kernel}/{w.launch} {record['status']}: "
