@@ -141,7 +141,8 @@ def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=()
     for group, rows in frame.groupby(by, sort=True):
         if not bandwidth:
             layers.append(hv.Area(rows, "size", ["ci_low_us", "ci_high_us"], label=str(group))
-                          .opts(alpha=0.2, line_alpha=0))
+                          .opts(alpha=0.2, **({"line_alpha": 0} if hv.Store.current_backend == "bokeh"
+                                              else {"linewidth": 0})))
         layers.append(rows.hvplot.line(x="size", y=y, label=str(group), logx=True, logy=True,
                                        hover_cols=["library", "placement", "kernel", "size", y]))
         layers.append(rows.hvplot.scatter(x="size", y=y, label=str(group), logx=True, logy=True, size=12))

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import holoviews as hv
+import matplotlib.pyplot as plt
 import pandas as pd
 import xarray as xr
 
@@ -25,6 +26,7 @@ from .provenance import REPO_ROOT
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "04-report.ipynb"
 STATIC_FORMATS = ("png", "svg")
+STATIC_DPI = 150
 
 
 def report_dir(dataset_path) -> Path:
@@ -46,13 +48,15 @@ def build_with(backend: str, figure: Figure):
 
 
 def save_static(figure: Figure, directory: Path) -> list[str]:
+    """The figure as PNG (150 dpi) and SVG, drawn once by matplotlib and written in each format."""
     directory.mkdir(parents=True, exist_ok=True)
-    plot = build_with("matplotlib", figure)
+    drawn = hv.render(build_with("matplotlib", figure), backend="matplotlib")
     paths = []
     for fmt in STATIC_FORMATS:
         path = directory / f"{figure.name}.{fmt}"
-        hv.save(plot, path, backend="matplotlib", fmt=fmt)
+        drawn.savefig(path, format=fmt, dpi=STATIC_DPI, bbox_inches="tight")
         paths.append(path.name)
+    plt.close(drawn)
     return paths
 
 
