@@ -1,4 +1,5 @@
-/* commbench-kernels: the one entry point of every kernel.
+/* commbench_run: the one entry point of every kernel, behind both the
+ * commbench-kernels binary (program.c) and libcommbench-kernels.so.
  *
  *   mpiexec -n 2 commbench-kernels pingpong.send -m 1:4194304 -o run.jsonl
  *
@@ -17,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "commbench.h"
 #include "harness.h"
 #include "stopping.h"
 
@@ -159,6 +161,7 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
     int c;
     *list_only = 0;
     opterr = 0;
+    optind = 0;   /* glibc: start afresh, as a library may parse several command lines */
     while ((c = getopt_long(argc, argv, "m:x:i:o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'm': {
@@ -534,114 +537,136 @@ static MPI_Datatype datatype_of(const char *name, size_t *type_size)
     return MPI_BYTE;
 }
 
-int main(int argc, char **argv)
+/* Everything after MPI is up: parse, set up, measure, write the records, undo the set-up.
+ * Errors return the binary's exit status (2: usage or set-up, 3: memory or output) on every
+ * rank alike, so a caller that keeps MPI running is never left with ranks out of step. */
+static int run_kernel(struct cb_context *ctx, int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    struct cb_context ctx = {.comm = MPI_COMM_WORLD};
-    MPI_Comm_rank(ctx.comm, &ctx.rank);
-    MPI_Comm_size(ctx.comm, &ctx.nprocs);
-
     struct cb_options o;
     int list_only;
     const char *error = parse_options(argc, argv, &o, &list_only);
     const struct cb_kernel *kernel = NULL;
     size_t *sizes = NULL, nsizes = 0;
+    double *samples = NULL;
+    FILE *out = stdout;
+    int status = 0;
     if (!error && list_only) {
-        if (list_only > 0 && ctx.rank == 0) cb_list_kernels();
-        MPI_Finalize();
+        if (list_only > 0 && ctx->rank == 0) cb_list_kernels();
         return 0;
     }
     if (!error && !(nsizes = cb_size_schedule(&o.schedule, &sizes)))
         error = "bad size schedule: --schedule powers|netpipe|small|large|list with MIN <= MAX, "
                 "or --sizes A,B,... of distinct byte counts";
     if (!error && o.print_sizes) {
-        for (size_t i = 0; ctx.rank == 0 && i < nsizes; i++) printf("%zu\n", sizes[i]);
+        for (size_t i = 0; ctx->rank == 0 && i < nsizes; i++) printf("%zu\n", sizes[i]);
+        fflush(stdout);
         free(sizes);
-        MPI_Finalize();
         return 0;
     }
     if (!error && !(kernel = cb_find_kernel(o.kernel))) error = "unknown kernel (see --list)";
-    if (!error && ctx.nprocs < kernel->min_ranks) error = "too few ranks for this kernel";
-    ctx.datatype = datatype_of(o.datatype, &ctx.type_size);
+    if (!error && ctx->nprocs < kernel->min_ranks) error = "too few ranks for this kernel";
+    ctx->datatype = datatype_of(o.datatype, &ctx->type_size);
     for (size_t i = 0; !error && i < nsizes; i++)
-        if (sizes[i] % ctx.type_size) error = "with --datatype int or double, every size must be a multiple of its size in bytes";
+        if (sizes[i] % ctx->type_size) error = "with --datatype int or double, every size must be a multiple of its size in bytes";
     if (error) {
-        if (ctx.rank == 0) fprintf(stderr, "commbench-kernels: %s\n", error);
+        if (ctx->rank == 0) fprintf(stderr, "commbench-kernels: %s\n", error);
         free(sizes);
-        MPI_Finalize();
         return 2;
     }
-    ctx.integrity = o.integrity;
-    ctx.inject_fault = o.inject_fault;
-    ctx.params = o.params;
-    ctx.slots_per_iteration = kernel->slots ? kernel->slots(&o.params, ctx.nprocs) : 1;
-    ctx.timer = o.timer;
-    ctx.cache_rotate = strcmp(o.cache_mode, "rotate") == 0;
-    strcpy(ctx.info, "{}");
+    ctx->integrity = o.integrity;
+    ctx->inject_fault = o.inject_fault;
+    ctx->params = o.params;
+    ctx->slots_per_iteration = kernel->slots ? kernel->slots(&o.params, ctx->nprocs) : 1;
+    ctx->timer = o.timer;
+    ctx->cache_rotate = strcmp(o.cache_mode, "rotate") == 0;
+    strcpy(ctx->info, "{}");
 
     size_t largest = 1;
     for (size_t i = 0; i < nsizes; i++) if (sizes[i] > largest) largest = sizes[i];
-    int kernel_slots = ctx.slots_per_iteration;
+    int kernel_slots = ctx->slots_per_iteration;
     size_t buffer_bytes = page_round(largest) * (size_t)kernel_slots;
     if (strcmp(o.cache_mode, "rotate") == 0) {
         size_t wanted = o.cache_bytes ? o.cache_bytes : 2 * last_level_cache_bytes();
         buffer_bytes = wanted > 2 * buffer_bytes ? wanted : 2 * buffer_bytes;
     }
-    if (allocate(&ctx.send, buffer_bytes, o.align) || allocate(&ctx.recv, buffer_bytes, o.align)) {
-        fprintf(stderr, "commbench-kernels: cannot allocate 2 x %zu bytes\n", buffer_bytes);
-        MPI_Abort(ctx.comm, 3);
-    }
-    const char *problem = kernel->setup ? kernel->setup(&ctx, largest) : NULL;
-    int failed = problem != NULL, any_failed = 0;
-    MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_LOR, ctx.comm);
+    /* Set-up may be collective (windows, files): no rank starts it unless every rank has its buffers. */
+    int failed = allocate(&ctx->send, buffer_bytes, o.align) || allocate(&ctx->recv, buffer_bytes, o.align);
+    if (failed) fprintf(stderr, "commbench-kernels: rank %d cannot allocate 2 x %zu bytes\n", ctx->rank, buffer_bytes);
+    int any_failed = 0;
+    MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_LOR, ctx->comm);
+    if (any_failed) { status = 3; goto done; }
+    const char *problem = kernel->setup ? kernel->setup(ctx, largest) : NULL;
+    failed = problem != NULL;
+    MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_LOR, ctx->comm);
     if (any_failed) {
-        if (ctx.rank == 0) fprintf(stderr, "commbench-kernels: %s: %s\n", kernel->name,
-                                   problem ? problem : "set-up failed on another rank");
-        MPI_Finalize();
-        return 2;
+        if (ctx->rank == 0) fprintf(stderr, "commbench-kernels: %s: %s\n", kernel->name,
+                                    problem ? problem : "set-up failed on another rank");
+        status = 2;
+        goto done;
     }
     if (o.shuffle_seed >= 0) shuffle_sizes(sizes, nsizes, o.shuffle_seed);
 
-    FILE *out = stdout;
-    if (ctx.rank == 0 && o.output && !(out = fopen(o.output, "w"))) {
+    failed = 0;
+    if (ctx->rank == 0 && o.output && !(out = fopen(o.output, "w"))) {
         fprintf(stderr, "commbench-kernels: cannot write %s: %s\n", o.output, strerror(errno));
-        MPI_Abort(ctx.comm, 3);
+        failed = 1;
     }
+    MPI_Bcast(&failed, 1, MPI_INT, 0, ctx->comm);
+    if (failed) { status = 3; goto torn_down; }
 
     double measuring_since = cb_now(o.timer), resolution = 0, overhead = 0;
-    if (ctx.rank == 0) resolution = measure_resolution(o.timer);
-    overhead = measure_overhead(kernel, &ctx, o.timer);
-    MPI_Bcast(&resolution, 1, MPI_DOUBLE, 0, ctx.comm);
-    MPI_Bcast(&overhead, 1, MPI_DOUBLE, 0, ctx.comm);
-    write_run_record(out, &o, kernel, &ctx, resolution, overhead, sizes, nsizes, buffer_bytes);
+    if (ctx->rank == 0) resolution = measure_resolution(o.timer);
+    overhead = measure_overhead(kernel, ctx, o.timer);
+    MPI_Bcast(&resolution, 1, MPI_DOUBLE, 0, ctx->comm);
+    MPI_Bcast(&overhead, 1, MPI_DOUBLE, 0, ctx->comm);
+    write_run_record(out, &o, kernel, ctx, resolution, overhead, sizes, nsizes, buffer_bytes);
 
     /* A sample must dwarf both the timer's tick and the cost of timing it. */
     double min_sample_time = fmax(o.min_sample_time_s, fmax(100 * resolution, 100 * overhead));
-    double *samples = malloc((size_t)o.max_samples * sizeof *samples);
+    samples = malloc((size_t)o.max_samples * sizeof *samples);
     for (size_t i = 0; i < nsizes; i++) {
         /* Rank 0 stops answering; the others block in the next barrier: a real MPI hang. */
         if (o.hang_after >= 0 && (long)i == o.hang_after)
             for (;;) {
-                if (ctx.rank == 0) sleep(3600);
-                else MPI_Barrier(ctx.comm);
+                if (ctx->rank == 0) sleep(3600);
+                else MPI_Barrier(ctx->comm);
             }
-        lay_out(&ctx.send, &o, buffer_bytes, sizes[i], kernel_slots);
-        lay_out(&ctx.recv, &o, buffer_bytes, sizes[i], kernel_slots);
-        measure_size(out, &o, kernel, &ctx, sizes[i], min_sample_time, samples);
+        lay_out(&ctx->send, &o, buffer_bytes, sizes[i], kernel_slots);
+        lay_out(&ctx->recv, &o, buffer_bytes, sizes[i], kernel_slots);
+        measure_size(out, &o, kernel, ctx, sizes[i], min_sample_time, samples);
     }
 
-    if (ctx.rank == 0) {
+    if (ctx->rank == 0) {
         char finished[32];
         iso_now(finished, sizeof finished);
         fprintf(out, "{\"record\":\"end\",\"status\":\"ok\",\"points\":%zu,\"finished\":\"%s\","
                      "\"elapsed_s\":%.6f}\n", nsizes, finished, cb_now(o.timer) - measuring_since);
-        if (out != stdout) fclose(out);
+        fflush(out);
     }
-    if (kernel->teardown) kernel->teardown(&ctx);
+torn_down:
+    if (kernel->teardown) kernel->teardown(ctx);
+done:
+    if (out && out != stdout) fclose(out);
     free(samples);
     free(sizes);
-    free(ctx.send.base);
-    free(ctx.recv.base);
-    MPI_Finalize();
-    return 0;
+    free(ctx->send.base);
+    free(ctx->recv.base);
+    return status;
+}
+
+int commbench_run(MPI_Comm comm, int argc, char **argv)
+{
+    struct cb_context ctx = {0};
+    /* A communicator of its own: a caller's messages on `comm` can never match the kernel's. */
+    MPI_Comm_dup(comm, &ctx.comm);
+    MPI_Comm_rank(ctx.comm, &ctx.rank);
+    MPI_Comm_size(ctx.comm, &ctx.nprocs);
+    int status = run_kernel(&ctx, argc, argv);
+    MPI_Comm_free(&ctx.comm);
+    return status;
+}
+
+int commbench_run_fortran_comm(MPI_Fint comm, int argc, char **argv)
+{
+    return commbench_run(MPI_Comm_f2c(comm), argc, argv);
 }

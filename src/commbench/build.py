@@ -1,4 +1,4 @@
-"""Building commbench-kernels with one MPI library's compiler wrapper."""
+"""Building commbench-kernels and libcommbench-kernels.so with one MPI library's compiler wrapper."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ SHOW_FLAG = {"mpich": "-show", "openmpi": "--showme"}
 
 
 def build_kernels(library: dict, build_dir, kernels_dir: Path = KERNELS_DIR, log=sys.stderr) -> dict:
-    """Compiles the kernels (warnings are errors) and writes build.json next to the binary."""
+    """Compiles the kernels, as a binary and as a shared library for mpi4py programs (warnings are
+    errors), and writes build.json next to them."""
     build_dir = Path(build_dir).resolve()
     env_dir = library["env_dir"]
     make = f"make -C {shlex.quote(str(kernels_dir))} MPICC=mpicc BUILD_DIR={shlex.quote(str(build_dir))}"
@@ -30,9 +31,11 @@ def build_kernels(library: dict, build_dir, kernels_dir: Path = KERNELS_DIR, log
     record = {
         "mpi": library["name"],
         "binary": str(build_dir / "commbench-kernels"),
+        "shared_library": str(build_dir / "libcommbench-kernels.so"),
         "compiler": shell("mpicc --version 2>&1 | head -n 1"),
         "compiler_command": shell(f"mpicc {SHOW_FLAG[library['family']]} 2>&1"),
         "cflags": shell(f"make -s -C {shlex.quote(str(kernels_dir))} print-cflags"),
+        "shared_library_flags": shell(f"make -s -C {shlex.quote(str(kernels_dir))} print-library-flags"),
         "kernel_source_hash": source_hash(kernels_dir),
         "kernels": [json.loads(line) for line in shell(
             f"{shlex.quote(str(build_dir / 'commbench-kernels'))} --list").splitlines()],

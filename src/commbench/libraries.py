@@ -9,10 +9,15 @@ and may set `family: mpich | openmpi` where it cannot be detected from mpiexec.
 Creating an environment writes <env_dir>/activate.sh, which puts that library's
 mpicc and mpiexec first on PATH, and <env_dir>/library.json, which records what
 was found. Build and run steps source the one and read the other.
+
+A pip library's venv also gets, on first interactive use (`engine_python`),
+the mpi4py and ipyparallel of the analysis environment: commbench.interactive
+runs its engines in that Python, so the MPI they initialise is the library's own.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shlex
 import subprocess
@@ -21,8 +26,15 @@ from pathlib import Path
 
 import yaml
 
+from .provenance import REPO_ROOT
+
 KINDS = ("pip", "prefix", "module")
 FAMILIES = ("mpich", "openmpi")
+
+
+# What interactive engines import, at the versions the analysis environment pins.
+ENGINE_PACKAGES = ("mpi4py", "ipyparallel")
+ANALYSIS_LOCK = REPO_ROOT / "envs" / "analysis.txt"
 
 
 class LibrarySpecError(ValueError):
@@ -73,6 +85,19 @@ def in_environment(env_dir: Path, command: str) -> list[str]:
     return ["bash", "-c", f". {shlex.quote(str(Path(env_dir).resolve() / 'activate.sh'))} && {command}"]
 
 
+def engine_requirements(lock=ANALYSIS_LOCK) -> list[str]:
+    """mpi4py and ipyparallel pinned as in the analysis lock, so engines and client speak alike."""
+    pins = {}
+    for line in Path(lock).read_text().splitlines():
+        name, sep, version = line.split("#", 1)[0].strip().partition("==")
+        if sep:
+            pins[name.strip().lower()] = version.strip()
+    missing = [name for name in ENGINE_PACKAGES if name not in pins]
+    if missing:
+        raise LibrarySpecError(f"{lock}: no pinned version of {', '.join(missing)}")
+    return [f"{name}=={pins[name]}" for name in ENGINE_PACKAGES]
+
+
 def detect_family(mpiexec_version: str) -> str | None:
     text = mpiexec_version.lower()
     if "open mpi" in text or "open-mpi" in text or "prte" in text or "openrte" in text:
@@ -90,8 +115,7 @@ def create_environment(spec_path, env_dir, log=sys.stderr) -> dict:
     if "pip" in spec:
         venv = env_dir / "venv"
         _run([sys.executable, "-m", "venv", "--clear", str(venv)], log)
-        _run([str(venv / "bin" / "pip"), "install", "--disable-pip-version-check", "--no-input",
-              spec["pip"]], log)
+        _run(_pip_install(venv) + [spec["pip"]], log)
     if "prefix" in spec:
         prefix = Path(spec["prefix"]).expanduser()
         missing = [t for t in ("mpicc", "mpiexec") if not (prefix / "bin" / t).exists()]
@@ -123,6 +147,33 @@ def create_environment(spec_path, env_dir, log=sys.stderr) -> dict:
     }
     (env_dir / "library.json").write_text(json.dumps(record, indent=2) + "\n")
     return record
+
+
+def _pip_install(venv: Path) -> list[str]:
+    return [str(venv / "bin" / "pip"), "install", "--disable-pip-version-check", "--no-input"]
+
+
+def engine_python(record: dict) -> Path:
+    """The Python of a pip library's venv (its library.json `record`) with mpi4py and ipyparallel,
+    installed there the first time. mpi4py's binary wheel carries a module per MPI ABI (MPICH's,
+    Open MPI's) and loads the libmpi it finds in the venv: the library's own, the one its
+    mpiexec starts. Not resolved: the link is the venv."""
+    venv = Path(record["env_dir"]) / "venv"
+    if record.get("kind") != "pip" or not (venv / "bin" / "python").exists():
+        raise LibrarySpecError(f"{record['name']}: only pip libraries have a Python for engines (this one "
+                               f"is a {record.get('kind')!r} library); use a pip spec of the same MPI")
+    wanted = engine_requirements()
+    marker = venv / "engine-packages.txt"
+    with open(venv / "engine-packages.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)           # two notebooks starting engines at once install once
+        if not marker.exists() or marker.read_text().split() != wanted:
+            # Output captured, not streamed: a notebook's sys.stderr has no file descriptor.
+            done = subprocess.run(_pip_install(venv) + wanted, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"{record['name']}: installing {' '.join(wanted)} into {venv} failed:\n"
+                                   f"{(done.stdout + done.stderr)[-4000:]}")
+            marker.write_text("\n".join(wanted) + "\n")
+    return venv / "bin" / "python"
 
 
 def _run(cmd: list[str], log) -> None:

@@ -1,10 +1,12 @@
 rule build_kernels:
-    """commbench-kernels compiled with this library's mpicc, warnings as errors."""
+    """commbench-kernels and libcommbench-kernels.so (for mpi4py engines) compiled with this
+    library's mpicc, warnings as errors."""
     input:
         library=BUILD / "envs" / "{mpi}" / "library.json",
         sources=KERNEL_SOURCES,
     output:
         binary=BUILD / "kernels" / "{mpi}" / "commbench-kernels",
+        shared_library=BUILD / "kernels" / "{mpi}" / "libcommbench-kernels.so",
         record=BUILD / "kernels" / "{mpi}" / "build.json",
     log:
         BUILD / "kernels" / "{mpi}" / "build.log",

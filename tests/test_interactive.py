@@ -1,0 +1,129 @@
+"""Interactive engines: ipyparallel MPI engines on both libraries running the kernels' shared
+library, datasets in the campaign schema, the same latency as the binary, and a clean stop."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from commbench.interactive import append_to_campaign, run, start_engines
+from commbench.launcher import Placement
+
+from conftest import LIBRARIES, launch
+
+pytestmark = pytest.mark.mpi
+
+QUICK = dict(sizes=[8, 4096], min_samples=3, max_samples=20, max_point_time=0.5, min_sample_time=2e-5,
+             warmup=2)
+
+
+def _gone(pids, within_s=10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+                stat = open(f"/proc/{pid}/stat").read()
+                if stat.rsplit(")", 1)[1].split()[0] != "Z":
+                    alive.append(pid)
+            except (ProcessLookupError, FileNotFoundError):
+                pass
+        if not alive:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_path, library):
+    from commbench.campaign import Campaign, validate_campaign
+    from commbench.collect import build_dataset
+
+    with start_engines(library, "1N2P", workspace, activate=False) as engines:
+        assert [i["rank"] for i in engines.info] == [0, 1]
+        assert all(i["size"] == 2 for i in engines.info)
+        points = []
+        ds = run(engines, "pingpong.send", on_point=points.append, progress=False, **QUICK)
+        pids = engines.pids
+    assert _gone(pids), "engine processes outlived stop()"
+
+    # The same variables, coordinates and dims as a campaign's dataset built from the binary.
+    result = launch(workspace, library, Placement("1N2P", 1, 2),
+                    ["pingpong.send", "--sizes", "8,4096", "--min-samples", "3", "--max-samples", "20"], tmp_path)
+    config = validate_campaign({"campaign": "c", "libraries": {library: {"mpi": library}},
+                                "placements": [{"name": "1N2P", "nodes": 1, "ppn": 2}],
+                                "kernels": {"pingpong.send": {"sizes": {"list": [8, 4096]}}}, "launches": 1})
+    reference = build_dataset(Campaign("c", "<test>", config), [result], {}, {})
+    assert set(ds.data_vars) == set(reference.data_vars)
+    assert set(ds.coords) == set(reference.coords)
+    assert {name: ds[name].dims for name in ds.variables} == {name: reference[name].dims for name in reference.variables}
+    assert ds["status"].item() == "ok"
+    assert ds["library_version"].item() == result.run["library_version"].strip() != "unknown"
+    assert ds["size"].values.tolist() == [8, 4096]
+    assert [p.size for p in points] == [8, 4096]         # the live callback saw every point
+    times = ds["time"].sel(library=library, placement="1N2P", kernel="pingpong.send", launch=0)
+    assert (times.count("sample") >= 3).all()
+    assert float(times.max()) < 0.05 and float(times.min()) > 1e-9
+    assert ds["family"].item() == ("mpich" if library.startswith("mpich") else "openmpi")
+
+    combined = append_to_campaign(reference, ds)
+    assert combined["library"].values.tolist() == [library, f"{library} (interactive)"]
+    assert combined["status"].dtype == reference["status"].dtype and combined["settled"].dtype == bool
+    np.testing.assert_array_equal(combined["time"].sel(library=f"{library} (interactive)", sample=ds["sample"]).values,
+                                  ds["time"].isel(library=0).values)
+
+
+def test_shared_library_gives_the_binary_latency(workspace, built, tmp_path):
+    """Small-message ping-pong through the engines and through mpiexec of the binary: alternated
+    rounds, judged by the median ratio (the engines' Python idles while the kernel runs)."""
+    library = LIBRARIES[0]
+    sizes = [8, 64, 512]
+    precision = ["--min-samples", "20", "--max-samples", "300", "--max-point-time", "0.5", "--rse", "0.02"]
+    ratios = []
+    with start_engines(library, "1N2P", workspace, activate=False) as engines:
+        for _ in range(3):
+            ds = run(engines, "pingpong.send", sizes=sizes, min_samples=20, max_samples=300,
+                     max_point_time=0.5, rse=0.02, progress=False)
+            shared = ds["time"].isel(library=0, placement=0, kernel=0, launch=0).median("sample").values
+            binary = launch(workspace, library, Placement("1N2P", 1, 2),
+                            ["pingpong.send", "--sizes", ",".join(map(str, sizes)), *precision], tmp_path)
+            assert binary.status == "ok"
+            ratios.extend(shared / np.array([np.median(p.samples) for p in binary.points]))
+    ratio = float(np.median(ratios))
+    print(f"shared library / binary latency, median ratio over sizes {sizes} x 3 rounds: {ratio:.3f}")
+    assert 0.5 < ratio < 2.0, ratios
+
+
+def test_failed_kernel_is_a_failed_launch_and_engines_survive(workspace, built):
+    with start_engines(LIBRARIES[1], "1N2P", workspace, activate=False) as engines:
+        # rma.put with lock synchronisation has no integrity mode: the harness refuses it at set-up.
+        ds = run(engines, "rma.put", sizes=[8], sync="lock", integrity=True, progress=False)
+        assert ds["status"].item() == "failed" and ds["time"].isnull().all()
+        ds = run(engines, "pingpong.send", progress=False, **QUICK)   # MPI still usable after the error
+        assert ds["status"].item() == "ok"
+        pids = engines.pids
+    assert _gone(pids)
+
+
+def test_emulated_nodes_take_the_network_path(workspace, built):
+    with start_engines(LIBRARIES[0], "2N1P", workspace, activate=False) as engines:
+        assert engines.launch_env["MPIR_CVAR_NOLOCAL"] == "1"
+        ds = run(engines, "pingpong.send", progress=False, **QUICK)
+    assert ds["status"].item() == "ok"
+    assert ds["transport"].item() == "tcp" and bool(ds["emulated"].item())
+
+
+@pytest.mark.slurm
+def test_engines_through_slurm(request, workspace, built):
+    try:
+        request.getfixturevalue("local_slurm")
+    except pytest.FixtureLookupError:
+        pytest.skip("no local_slurm fixture (a local Slurm controller and node) in this checkout")
+    with start_engines(LIBRARIES[0], "1N2P", workspace, engines="slurm", activate=False, timeout=180) as engines:
+        assert engines.engines == "slurm"
+        ds = run(engines, "pingpong.send", progress=False, **QUICK)
+        pids = engines.pids
+    assert ds["status"].item() == "ok"
+    assert _gone(pids, within_s=30)
