@@ -1,6 +1,6 @@
 import pytest
 
-from commbench.launcher import Placement, plan_launch
+from commbench.launcher import Placement, allocated_hosts, plan_launch, slurm_allocation
 from commbench.libraries import LibrarySpecError, activation_script, detect_family, load_spec
 
 from conftest import REPO
@@ -54,6 +54,23 @@ def test_emulated_off_node_forces_tcp_for_each_family():
     ompi = plan_launch("openmpi", two_nodes, "/b/k", ["k"], "/o", cores=2)
     assert ompi.env["OMPI_MCA_btl"] == "self,tcp" and ompi.env["OMPI_MCA_pml"] == "ob1"
     assert two_nodes.transport == "tcp" and two_nodes.emulated
+
+
+def test_an_allocation_with_enough_hosts_runs_off_node_for_real():
+    # Under Slurm, a two-node placement in a two-node allocation uses the real network: forcing
+    # TCP over loopback there would cut the ranks off from each other.
+    real = Placement("2N1P", 2, 1, hosts=2)
+    for family in ("mpich", "openmpi"):
+        env = plan_launch(family, real, "/b/k", ["k"], "/o", cores=2).env
+        assert not set(env) & {"MPIR_CVAR_NOLOCAL", "FI_TCP_IFACE", "OMPI_MCA_btl_tcp_if_include"}
+    assert real.transport == "network" and not real.emulated
+    assert Placement("2N1P", 2, 1, hosts=1).emulated      # a one-node allocation still emulates
+
+
+def test_slurm_allocation_is_left_alone_outside_slurm_or_when_complete():
+    assert slurm_allocation({}) == {}
+    assert slurm_allocation({"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]"}) == {}
+    assert allocated_hosts({"SLURM_JOB_NUM_NODES": "2"}) == 2 and allocated_hosts({}) == 1
 
 
 def test_campaign_env_overrides_defaults_and_oversubscription_unbinds():

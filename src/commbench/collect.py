@@ -110,6 +110,13 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
             pass
 
     placement_specs = [campaign.placement(name) for name in placements]
+    # (transport, emulated) per placement: what its launches recorded, else what one host does.
+    measured_on = {name: ("tcp" if spec["nodes"] > 1 else "shm", spec["nodes"] > 1)
+                   for name, spec in zip(placements, placement_specs)}
+    for result in results:
+        meta = result.launch
+        if result.status == "ok" and meta.get("placement") in measured_on and "transport" in meta:
+            measured_on[meta["placement"]] = (meta["transport"], bool(meta["emulated"]))
     mpi = [campaign.mpi_of(name) for name in lib_names]
     coords = {
         "library": lib_names,
@@ -121,9 +128,9 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         "nodes": ("placement", [p["nodes"] for p in placement_specs]),
         "ppn": ("placement", [p["ppn"] for p in placement_specs]),
         "nprocs": ("placement", [p["nodes"] * p["ppn"] for p in placement_specs]),
-        # On one host, ranks of different nodes talk over TCP on loopback.
-        "transport": ("placement", ["tcp" if p["nodes"] > 1 else "shm" for p in placement_specs]),
-        "emulated": ("placement", [p["nodes"] > 1 for p in placement_specs]),
+        # On one host, ranks of different nodes talk over TCP on loopback; on a cluster, as the launches say.
+        "transport": ("placement", [measured_on[name][0] for name in placements]),
+        "emulated": ("placement", [measured_on[name][1] for name in placements]),
         "network_rate": ("placement", [netem.rate_bits_per_s(p["network"]["rate"]) if "network" in p else np.nan
                                        for p in placement_specs], {"units": "bit/s", "long_name": "emulated link rate"}),
         "mtu": ("placement", [p["network"]["mtu"] if "network" in p else 0 for p in placement_specs],

@@ -2,7 +2,9 @@
 
 The placement decides the transport. On one host, `nodes: 1` runs over shared
 memory, and `nodes > 1` is emulated by forcing each library onto its TCP path
-over loopback, so the dataset can say `transport="tcp", emulated=True`.
+over loopback, so the dataset can say `transport="tcp", emulated=True`. In a
+Slurm allocation with as many hosts as the placement has nodes, the ranks run on
+those hosts over the real network (`transport="network", emulated=False`).
 
 The launch always ends in one complete raw file, written atomically: a
 "launch" record (what ran, how, and whether it succeeded) followed, on
@@ -21,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -47,6 +49,7 @@ class Placement:
     nodes: int
     ppn: int
     network: dict | None = None   # {"rate": "1gbit", "mtu": 1500}: an emulated interconnect
+    hosts: int = 1                # hosts the launch may use: 1 here, the allocation's under Slurm
 
     @property
     def nprocs(self) -> int:
@@ -54,12 +57,12 @@ class Placement:
 
     @property
     def emulated(self) -> bool:
-        """True when ranks meant for different nodes share this one host."""
-        return self.nodes > 1
+        """True when ranks meant for different nodes share one host."""
+        return self.nodes > 1 and self.hosts < self.nodes
 
     @property
     def transport(self) -> str:
-        return "tcp" if self.emulated else "shm"
+        return "tcp" if self.emulated else "shm" if self.nodes == 1 else "network"
 
 
 @dataclass
@@ -96,6 +99,43 @@ def plan_launch(family: str, placement: Placement, binary: str, kernel_args: lis
     # Kernels that pair ranks across nodes need to know where the node boundaries are.
     command = launcher + [binary, *kernel_args, "--nodes", str(placement.nodes), "-o", output]
     return LaunchPlan(command=command, env=env, binding=binding)
+
+
+def slurm_allocation(environ=os.environ) -> dict[str, str]:
+    """Inside a Slurm job, the allocation as the variables that MPI launchers read for their
+    hosts and slots (MPICH's Hydra and Open MPI's PRRTE). A Snakemake job step keeps only
+    the job id of them, so they are restored from `scontrol show job`. Empty outside Slurm,
+    or when the allocation's node list is there already."""
+    job = environ.get("SLURM_JOB_ID")
+    if not job or environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST"):
+        return {}
+    try:
+        shown = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True,
+                               timeout=30, env=environ)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    fields = dict(word.split("=", 1) for word in shown.stdout.split() if "=" in word)
+    try:
+        nodelist, nodes = fields["NodeList"], int(fields["NumNodes"].split("-")[0])
+        tasks, cpus = int(fields["NumTasks"]), int(fields["NumCPUs"])
+    except (KeyError, ValueError):
+        return {}
+
+    def per_node(total: int) -> str:   # Slurm's compressed form: 2(x3) is 2 on each of 3 nodes
+        return str(total // nodes) + (f"(x{nodes})" if nodes > 1 else "")
+
+    return {"SLURM_JOB_NODELIST": nodelist, "SLURM_NODELIST": nodelist,
+            "SLURM_JOB_NUM_NODES": str(nodes), "SLURM_NNODES": str(nodes),
+            "SLURM_NTASKS": str(tasks), "SLURM_NPROCS": str(tasks),
+            "SLURM_TASKS_PER_NODE": per_node(tasks), "SLURM_JOB_CPUS_PER_NODE": per_node(cpus)}
+
+
+def allocated_hosts(environ) -> int:
+    """How many hosts this launch may spread over: a Slurm allocation's nodes, else this one."""
+    try:
+        return int(environ.get("SLURM_JOB_NUM_NODES") or environ.get("SLURM_NNODES") or 1)
+    except ValueError:
+        return 1
 
 
 def _supervise() -> None:
@@ -252,11 +292,17 @@ def _run_launch(env_dir, binary, kernel, kernel_args, placement, family, library
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
     partial.unlink(missing_ok=True)
+    allocation = slurm_allocation(os.environ)
+    placement = replace(placement, hosts=allocated_hosts({**os.environ, **allocation}))
     plan = plan_launch(family, placement, str(Path(binary).resolve()), kernel_args,
                        str(partial.resolve()), library_env)
-    env = {**os.environ, **plan.env}
+    env = {**os.environ, **allocation, **plan.env}
     argv = in_environment(env_dir, shlex.join(plan.command))
-    if placement.network:
+    if placement.network and not placement.emulated:
+        # The emulated link is a network namespace on one host; real hosts have their own links.
+        argv = ["sh", "-c", f"echo 'placement {placement.name}: an emulated network (network:) runs on "
+                f"one host only; this allocation has {placement.hosts} hosts' >&2; exit 2"]
+    elif placement.network:
         argv = netem.wrap(shlex.join(argv), placement.network)
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()

@@ -1,3 +1,5 @@
+localrules: build_kernels  # on a cluster: on the submitting host, right after its environment (workflow/profiles/slurm)
+
 rule build_kernels:
     """commbench-kernels and libcommbench-kernels.so (for mpi4py engines) compiled with this
     library's mpicc, warnings as errors."""

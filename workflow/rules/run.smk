@@ -13,5 +13,17 @@ rule run_launch:
     threads: workflow.cores
     resources:
         machine=1,
+        # Under Slurm (workflow/profiles/slurm) a launch is one MPI job shaped like its placement,
+        # one CPU per rank; its script runs in the allocation and commbench's mpiexec starts the
+        # ranks there. The executor plugin takes tasks_per_node only above 1 and no one-task MPI
+        # job, so ppn 1 asks for `nodes` tasks on `nodes` nodes (one each) and a one-rank
+        # placement for two tasks. Locally these constrain nothing (0 reads as unset).
+        nodes=lambda w: CAMPAIGN.placement(w.placement)["nodes"],
+        tasks_per_node=lambda w: CAMPAIGN.placement(w.placement)["ppn"] if CAMPAIGN.placement(w.placement)["ppn"] > 1 else 0,
+        tasks=lambda w: 0 if CAMPAIGN.placement(w.placement)["ppn"] > 1 else max(CAMPAIGN.placement(w.placement)["nodes"], 2),
+        cpus_per_task=1,
+        mpi="mpiexec",
+        # Minutes: the launch's own timeout records a timed-out launch before Slurm's limit ends it.
+        runtime=lambda w: -(-CAMPAIGN.config["timeout"] // 60) + 5,
     script:
         "../scripts/run_launch.py"
