@@ -58,6 +58,15 @@ def medians(result) -> dict[int, float]:
     return {p.size: float(np.median(p.samples)) for p in result.points}
 
 
+def test_zero_byte_tcp_pingpong_is_a_real_round_trip(workspace, built, tmp_path):
+    """A TCP stream has no empty message: 0 bytes must still cross the socket (as one byte), so its
+    latency is that of a small message, not the microsecond-free no-op a 0-byte write would be."""
+    result = launch(workspace, LIBRARIES[0], ON_NODE, ["tcp.pingpong", "--sizes", "0,8", "--min-samples", "10",
+                                                      "--max-point-time", "0.5"], tmp_path)
+    times = medians(result)
+    assert times[0] / times[8] > 0.5, times
+
+
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_ssend_pays_a_handshake_below_the_eager_limit_only(workspace, built, tmp_path, library):
     """Send returns once buffered below the eager limit; Ssend always waits for the match."""
