@@ -25,6 +25,25 @@ def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Compl
     return proc
 
 
+def write_campaign(directory: Path, text: str, name: str = "c.yaml") -> Path:
+    """A campaign file from an indented YAML string."""
+    path = directory / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def campaign_error(directory: Path, text: str) -> str:
+    """The message a campaign file is refused with; it must begin with the file's path."""
+    from commbench.campaign import CampaignError, load_campaign
+
+    path = write_campaign(directory, text)
+    with pytest.raises(CampaignError) as info:
+        load_campaign(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message
+    return message
+
+
 @pytest.fixture(scope="session")
 def workspace(tmp_path_factory) -> Path:
     """A directory laid out like the repository, with the MPI specs of the default campaign.

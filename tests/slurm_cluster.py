@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import pytest
 
 PARTITION = "debug"
@@ -153,16 +154,6 @@ PartitionName={PARTITION} Nodes={node} Default=YES MaxTime=INFINITE State=UP
     return conf
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -178,13 +169,13 @@ def _stop_daemons(state: Path, grace_s: float = 10.0) -> None:
             pid = int(pid_file.read_text().split()[0])
         except (OSError, ValueError, IndexError):
             continue
-        if not _alive(pid) or str(state) not in _cmdline(pid):
+        if not psutil.pid_exists(pid) or str(state) not in _cmdline(pid):
             continue
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
-        while _alive(pid) and time.monotonic() < deadline:
+        while psutil.pid_exists(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if _alive(pid):
+        if psutil.pid_exists(pid):
             os.kill(pid, signal.SIGKILL)
     if _ours(CONFIGLESS_LINK, state):
         CONFIGLESS_LINK.unlink()

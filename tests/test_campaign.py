@@ -1,10 +1,8 @@
-import textwrap
-
 import pytest
 
 from commbench.campaign import CampaignError, load_campaign
 
-from conftest import REPO
+from conftest import REPO, campaign_error as error_of, write_campaign as write
 
 VALID = """
 campaign: tiny
@@ -17,12 +15,6 @@ placements:
 kernels:
   pingpong.send: {sizes: {list: [1, 1Ki, 64Ki]}}
 """
-
-
-def write(tmp_path, text, name="c.yaml"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 def test_default_campaign_is_valid_and_has_defaults():
@@ -78,15 +70,6 @@ def test_config_hash_follows_content(tmp_path):
     b = load_campaign(write(tmp_path, VALID + "\n# a comment only\n", "b.yaml"))
     c = load_campaign(write(tmp_path, VALID + "launches: 5\n", "c.yaml"))
     assert a.config_hash == b.config_hash != c.config_hash
-
-
-def error_of(tmp_path, text) -> str:
-    path = write(tmp_path, text)
-    with pytest.raises(CampaignError) as info:
-        load_campaign(path)
-    message = str(info.value)
-    assert message.startswith(str(path)), message
-    return message
 
 
 def test_unknown_key_names_the_key_and_suggests(tmp_path):

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commbench.campaign import Campaign, CampaignError, load_campaign, validate_campaign
+from commbench.campaign import Campaign, load_campaign, validate_campaign
 from commbench.collect import build_dataset, failures, read_all, write_dataset
 from commbench.dataset import open_campaign
 from commbench.guards import ResourceError, check_resources, needs, resource_problems
@@ -26,6 +26,7 @@ from commbench.launcher import Placement
 from commbench.raw import RawFileError, read_raw
 
 from conftest import REPO, SNAKEFILE, SNAKEMAKE, launch, snakemake
+from conftest import campaign_error as refusal, write_campaign as write
 
 LAUNCHER_NAMES = {"commbench-kernels", "mpiexec", "mpirun", "hydra_pmi_proxy", "prterun", "prted"}
 
@@ -38,21 +39,6 @@ BASE = textwrap.dedent("""
     kernels:
       pingpong.send: {sizes: {list: [1, 1Ki]}}
 """)
-
-
-def write(directory: Path, text: str, name: str = "c.yaml") -> Path:
-    path = directory / name
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
-def refusal(tmp_path, text) -> str:
-    path = write(tmp_path, text)
-    with pytest.raises(CampaignError) as info:
-        load_campaign(path)
-    message = str(info.value)
-    assert message.startswith(str(path)), message
-    return message
 
 
 # --- Configuration: every error names the file, the key, the bad value and what is allowed ---

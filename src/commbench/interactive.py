@@ -36,7 +36,8 @@ import xarray as xr
 
 from .campaign import Campaign, validate_campaign
 from .collect import build_dataset
-from .launcher import EMULATED_NETWORK_ENV, RAW_SCHEMA, Placement, plan_launch, read_complete_output
+from .launcher import (EMULATED_NETWORK_ENV, RAW_SCHEMA, Placement, plan_launch, read_complete_output,
+                       write_raw_file)
 from .libraries import engine_python
 from .raw import Point, read_raw
 
@@ -467,11 +468,7 @@ def _launch_once(engines: Engines, campaign: Campaign, kernel: str, launch: int,
     }
     if status != "ok":
         record["reason"] = reason
-    body = [json.dumps(record)] + (lines if status == "ok" else [])
-    tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text("\n".join(body) + "\n")
-    os.replace(tmp, output)
-    partial.unlink(missing_ok=True)
+    write_raw_file(output, record, lines if status == "ok" else [], partial)
     return output
 
 

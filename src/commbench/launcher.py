@@ -266,6 +266,15 @@ def read_complete_output(path: Path) -> tuple[list[str], str | None]:
     return lines, None
 
 
+def write_raw_file(output: Path, record: dict, lines: list[str], partial: Path) -> None:
+    """The launch's raw file, whole or not at all: its launch record then the kernel's lines (none
+    for a launch that gave no data), written beside it and renamed; the partial output goes."""
+    tmp = output.with_name(output.name + ".tmp")
+    tmp.write_text("\n".join([json.dumps(record), *lines]) + "\n")
+    os.replace(tmp, output)
+    partial.unlink(missing_ok=True)
+
+
 def run_launch(*, env_dir, binary, kernel: str, kernel_args: list[str], placement: Placement,
                family: str, library: str, mpi: str, launch: int, output, timeout_s: float,
                library_env: dict[str, str] | None = None, log=None, scratch=None,
@@ -346,9 +355,5 @@ def _run_launch(env_dir, binary, kernel, kernel_args, placement, family, library
         if placement.network and (reason := netem.unavailable_reason()):
             record["reason"] += f"; {reason}"
         record["console_tail"] = console[-STDERR_TAIL_CHARS:]
-    body = [json.dumps(record)] + (lines if status == "ok" else [])
-    tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text("\n".join(body) + "\n")
-    os.replace(tmp, output)
-    partial.unlink(missing_ok=True)
+    write_raw_file(output, record, lines if status == "ok" else [], partial)
     return record
