@@ -127,3 +127,26 @@ def test_engines_through_slurm(request, workspace, built):
         pids = engines.pids
     assert ds["status"].item() == "ok"
     assert _gone(pids, within_s=30)
+
+
+def test_interactive_notebook_runs_top_to_bottom(workspace, tiny_campaign, tmp_path):
+    """notebooks/05-interactive against the tiny campaign: engines, %%px, a live sweep, the comparison."""
+    import json
+
+    import papermill
+
+    from conftest import REPO
+
+    executed = tmp_path / "05-interactive.ipynb"
+    papermill.execute_notebook(str(REPO / "notebooks" / "05-interactive.ipynb"), str(executed),
+                               parameters={"dataset": str(workspace / "results" / "tiny" / "tiny.nc"),
+                                           "workspace": str(workspace), "max_size": "4Ki"},
+                               cwd=str(REPO), progress_bar=False)
+    def text_of(output) -> str:          # streams carry `text`; %%px output is display data
+        text = output.get("text", output.get("data", {}).get("text/plain", ""))
+        return text if isinstance(text, str) else "".join(text)
+
+    text = "".join(text_of(output) for cell in json.loads(executed.read_text())["cells"]
+                   for output in cell.get("outputs", []))
+    assert "rank 1 of 2" in text and "MPICH Version" in text   # %%px reached every engine
+    assert "comparison skipped" not in text and "mpich-5.0.2 (interactive)" in text
