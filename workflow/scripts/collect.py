@@ -18,7 +18,8 @@ failed = failures(results, refused)
 write_failures(failed, snakemake.output.failures)
 
 status = ds["status"].values.ravel().tolist()
-print(f"{campaign.name}: {status.count('ok')} of {len(status)} launches ok, "
+asked = [s for s in status if s != "skipped"]   # cells a kernel's `placements` leave out never ran
+print(f"{campaign.name}: {asked.count('ok')} of {len(asked)} launches ok, "
       f"{len(refused)} raw files refused; dataset: {snakemake.output.dataset}")
 if failed:
     print(f"{len(failed)} launches gave no data; why: {snakemake.output.failures}")
