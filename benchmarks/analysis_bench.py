@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-import commbench  # noqa: F401  (registers ds.commbench)
+import commbench.dataset  # noqa: F401  (registers ds.commbench)
 from commbench import synthetic as syn
 
 LIBRARIES = ("lib-a", "lib-b")

@@ -7,7 +7,7 @@ the curve was generated from; every curve has a fixed seed.
 import numpy as np
 import pytest
 
-import commbench  # noqa: F401  (registers ds.commbench)
+import commbench.dataset  # noqa: F401  (registers ds.commbench)
 from commbench import anomalies
 from commbench import synthetic as syn
 

@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from . import __version__, netem
+from . import dataset  # noqa: F401  (registers ds.commbench on the datasets built here)
 from .campaign import Campaign
 from .provenance import cpu_model, git_commit, os_description, source_hash
 from .raw import LaunchResult, RawFileError, read_raw

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from . import dataset  # noqa: F401  (registers ds.commbench, which ReportData uses)
 from .campaign import kernel_of
 
 MB = 1e6

@@ -187,6 +187,8 @@ def campaign_dataset(curves: dict) -> "xr.Dataset":
     """
     import xarray as xr
 
+    from . import dataset  # noqa: F401  (registers ds.commbench, which is how the analysis is called)
+
     names = [sorted({key[i] for key in curves}) for i in range(3)]
     sizes = np.unique(np.concatenate([c.sizes for c in curves.values()]))
     cubes = {key: c.times if c.times.ndim == 3 else c.times[:, None, :] for key, c in curves.items()}
