@@ -212,7 +212,8 @@ def write_report(data: ReportData, directory, title: str | None = None) -> dict:
 
 def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK) -> Path:
     """Executes notebooks/04-report.ipynb with papermill on `dataset`; the executed copy is kept
-    beside the report (report.ipynb) as the record of how it was made."""
+    beside the report (report.ipynb) as the record of how it was made. The figures are drawn
+    into report.html and figures/ only, not into the executed notebook as well."""
     import papermill
 
     output_dir = Path(output_dir) if output_dir else report_dir(dataset)
@@ -220,6 +221,6 @@ def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK) -> 
     executed = output_dir / "report.ipynb"
     papermill.execute_notebook(str(notebook), str(executed), cwd=str(REPO_ROOT), progress_bar=False,
                                parameters={"dataset": str(Path(dataset).resolve()),
-                                           "output_dir": str(output_dir.resolve())})
+                                           "output_dir": str(output_dir.resolve()), "show_figures": False})
     return output_dir / "report.html"
 
