@@ -350,7 +350,7 @@ def _snapshot(results: Path) -> dict[str, tuple[int, bytes]]:
 @pytest.mark.mpi
 def test_interrupted_campaign_resumes_without_redoing_or_duplicating(workspace, built):
     campaign = write(workspace / "config" / "campaigns",
-                     HANG.format(name="resume", timeout=12).replace(
+                     HANG.format(name="resume", timeout=8).replace(
                          "pingpong.send: {sizes: {list: [8, 1Ki]}}",
                          "pingpong.send: {sizes: {list: [8, 1Ki]}}\n  pingpong.isend: {sizes: {list: [8, 1Ki]}}"),
                      "resume.yaml")
