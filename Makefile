@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: campaign report test system bench lab dry-run lock clean help
+.PHONY: campaign report test system bench validate lab dry-run lock clean help
 
 help:
 	@echo "make campaign [CAMPAIGN=config/campaigns/<name>.yaml]  run a campaign, write its dataset and report"
@@ -17,6 +17,7 @@ help:
 	@echo "make lab                                              JupyterLab on notebooks/"
 	@echo "make dry-run [CAMPAIGN=...]                           show what a campaign would (re)run"
 	@echo "make bench                                            harness overhead and cost against a fixed loop"
+	@echo "make validate                                         models and detector against known synthetic truth"
 
 # The analysis environment: Snakemake, xarray, Jupyter..., and commbench itself (editable).
 $(READY): envs/analysis.txt pyproject.toml
@@ -47,6 +48,10 @@ system:
 bench: $(READY)
 	$(BIN)/snakemake builds --configfile config/campaigns/quick.yaml --quiet
 	$(BIN)/python benchmarks/harness_bench.py
+
+# Recovered against true values for the models and the anomaly detector (synthetic curves).
+validate: $(READY)
+	$(BIN)/python benchmarks/ground_truth.py
 
 lab: $(READY)
 	$(BIN)/jupyter lab notebooks
