@@ -69,10 +69,11 @@ def test_emulated_mtu_sets_the_packet_steps_period(workspace, built, tmp_path, m
     sizes = list(range(4 * step, 5 * payload + 2 * step, step))
     # A slow link (100 Mbit/s: 80 ns a byte) makes each packet's 66 header bytes a 5 us step;
     # long warm-up and samples keep the token bucket drained, so every sample waits for the rate.
+    # Two launches: with one, one run in four here saw the steps as separate switches.
     placement = Placement(f"2N1P-{mtu}", 2, 1, {"rate": RATE, "mtu": mtu})
     times = measure(workspace, tmp_path, placement,
                     ["pingpong.send", "-x", "200", "--min-sample-time", "0.002", "--min-samples", "5",
-                     "--max-samples", "30", "--max-point-time", "0.3"], sizes, launches=1)
+                     "--max-samples", "30", "--max-point-time", "0.3"], sizes, launches=2)
     found = detect(sizes, times)
     steps = found[found["kind"] == "packet_steps"]
     assert len(steps) == 1, f"no packet steps found:\n{found}"
