@@ -2,8 +2,9 @@
 
 For each library of the default campaign, on-node (1N2P), against an OSU-style
 reference loop (benchmarks/reference_pingpong.c) built with the same mpicc:
-  (a) harness overhead (an empty timed sample) as a fraction of the smallest latency,
-      raw and per message (a sample times many messages);
+  (a) harness overhead (an empty timed sample) as a fraction of the smallest latency:
+      its share of the latency reported (a sample times many messages, and lasts at
+      least 100 times the overhead), and an empty sample against one message alone;
   (b) small-message latency, commbench over the reference loop, alternating in the same
       launch (the reference program calls commbench through libcommbench-kernels.so):
       here a launch's own state moves MPICH's and Open MPI's small-message latency by
@@ -110,8 +111,9 @@ def main(campaign_file: str) -> int:
         ratios = small_latency_ratios(env_dir, record["family"], placement, reference)
         med = {k: statistics.median(v) for k, v in rows.items()}
         print(f"{library} (on-node)")
-        print(f"  (a) harness overhead / smallest latency: {med['overhead']:.2%} per sample, "
-              f"{med['amortised']:.4%} per message (median of {SWEEPS} launches)")
+        print(f"  (a) harness overhead in the smallest latency: {med['amortised']:.4%} of it, spread over a "
+              f"sample's messages (an empty sample against one message alone: {med['overhead']:.2%}; "
+              f"median of {SWEEPS} launches)")
         print(f"  (b) latency at {', '.join(map(str, SMALL))} B, commbench / reference loop in the same launch: "
               f"{statistics.median(ratios):.3f} (median of {len(ratios)} rounds in {LAUNCHES} launches; "
               f"rounds {min(ratios):.3f}..{max(ratios):.3f})")
