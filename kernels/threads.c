@@ -101,8 +101,10 @@ static void *take_turns(void *arg, int me)
         switch (p->how) {
         case YIELD: sched_yield(); break;
         case MUTEX:
-            /* Wait outside the lock: a thread spinning on lock/unlock would starve the other. */
-            while (__atomic_load_n(&p->turn, __ATOMIC_ACQUIRE) != me) {}
+            /* Wait outside the lock: a thread spinning on lock/unlock would starve the other.
+             * Yield while waiting: with both threads on one CPU (a rank bound to a core) a bare
+             * spin holds the CPU for the rest of its time slice, milliseconds per hand-off. */
+            while (__atomic_load_n(&p->turn, __ATOMIC_ACQUIRE) != me) sched_yield();
             pthread_mutex_lock(&p->lock);
             __atomic_store_n(&p->turn, 1 - me, __ATOMIC_RELEASE);
             pthread_mutex_unlock(&p->lock);
