@@ -140,7 +140,12 @@ static const char *mpiio_setup(struct cb_context *ctx, size_t max_size)
         char key[MPI_MAX_INFO_KEY + 1], value[128];
         int length = sizeof value - 1, flag;
         MPI_Info_get_nthkey(info, k, key);
+#if MPI_VERSION >= 4
         MPI_Info_get_string(info, key, &length, value, &flag);
+#else   /* MPI-3 libraries (Open MPI 4.1, MPICH 3.4): the call MPI-4 deprecated, same result here */
+        MPI_Info_get(info, key, length, value, &flag);
+        if (!flag) value[0] = '\0';
+#endif
         for (char *c = value; *c; c++) if (*c == '"' || *c == '\\' || *c < 0x20) *c = '_';
         used += snprintf(ctx->info + used, sizeof ctx->info - (size_t)used, "%s\"%s\":\"%s\"", k ? "," : "", key, value);
     }

@@ -103,6 +103,4 @@ CB_INLINE double cb_stream(struct cb_context *ctx, size_t size, long iterations,
     return window;
 }
 
-int cb_window_slots(const struct cb_params *params, int nprocs);
-
 #endif

@@ -1,4 +1,4 @@
-/* The kernels this binary knows, one table per family. */
+/* The kernels this binary knows, one table per family (NULL: the family was not built). */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,7 +13,7 @@ static const struct cb_kernel *const families[] = {
 const struct cb_kernel *cb_find_kernel(const char *name)
 {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-        for (const struct cb_kernel *k = families[f]; k->name; k++)
+        for (const struct cb_kernel *k = families[f]; k && k->name; k++)
             if (strcmp(k->name, name) == 0) return k;
     return NULL;
 }
@@ -21,7 +21,7 @@ const struct cb_kernel *cb_find_kernel(const char *name)
 void cb_list_kernels(void)
 {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-        for (const struct cb_kernel *k = families[f]; k->name; k++) {
+        for (const struct cb_kernel *k = families[f]; k && k->name; k++) {
             printf("{\"kernel\":");
             cb_json_string(stdout, k->name);
             printf(",\"min_ranks\":%d,\"metric\":", k->min_ranks);

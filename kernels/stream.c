@@ -2,8 +2,6 @@
  * streaming mode: a window of non-blocking messages, then a one-byte ack. */
 #include "patterns.h"
 
-int cb_window_slots(const struct cb_params *params, int nprocs) { (void)nprocs; return params->window; }
-
 static double stream_uni(struct cb_context *ctx, size_t size, long iterations)
 {
     if (ctx->rank > 1) return ctx->params.window;

@@ -76,19 +76,26 @@ struct cb_kernel {
 };
 
 /* Each kernel family exports its kernels through one of these tables,
- * terminated by an entry whose name is NULL. */
-extern const struct cb_kernel cb_pingpong_kernels[];
-extern const struct cb_kernel cb_twoway_kernels[];
-extern const struct cb_kernel cb_stream_kernels[];
-extern const struct cb_kernel cb_rma_kernels[];
-extern const struct cb_kernel cb_multipair_kernels[];
-extern const struct cb_kernel cb_multipingpong_kernels[];
-extern const struct cb_kernel cb_ring_kernels[];
-extern const struct cb_kernel cb_halo_kernels[];
-extern const struct cb_kernel cb_baseline_kernels[];
-extern const struct cb_kernel cb_collective_kernels[];
-extern const struct cb_kernel cb_io_kernels[];
-extern const struct cb_kernel cb_thread_kernels[];
+ * terminated by an entry whose name is NULL.  Weak: a family whose source does
+ * not compile against some MPI library is left out of that library's build
+ * (kernels/Makefile), its table is then NULL, and its kernels are reported as
+ * unsupported there instead of breaking every other kernel's build. */
+#define CB_FAMILY(table) extern const struct cb_kernel table[] __attribute__((weak))
+CB_FAMILY(cb_pingpong_kernels);
+CB_FAMILY(cb_twoway_kernels);
+CB_FAMILY(cb_stream_kernels);
+CB_FAMILY(cb_rma_kernels);
+CB_FAMILY(cb_multipair_kernels);
+CB_FAMILY(cb_multipingpong_kernels);
+CB_FAMILY(cb_ring_kernels);
+CB_FAMILY(cb_halo_kernels);
+CB_FAMILY(cb_baseline_kernels);
+CB_FAMILY(cb_collective_kernels);
+CB_FAMILY(cb_io_kernels);
+CB_FAMILY(cb_thread_kernels);
+
+/* Buffers a windowed kernel's iteration uses: one per message in flight. */
+int cb_window_slots(const struct cb_params *params, int nprocs);
 
 const struct cb_kernel *cb_find_kernel(const char *name);
 void cb_list_kernels(void);

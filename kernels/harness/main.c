@@ -394,6 +394,8 @@ static int allocate(struct cb_buffer *b, size_t bytes, size_t align)
 
 /* Slots a page-rounded stride apart: the kernel's own count (a window of Irecvs
  * needs distinct buffers), or in rotate mode as many as the buffer holds. */
+int cb_window_slots(const struct cb_params *params, int nprocs) { (void)nprocs; return params->window; }
+
 static void lay_out(struct cb_buffer *b, const struct cb_options *o, size_t bytes, size_t size, int kernel_slots)
 {
     b->stride = page_round(size);
