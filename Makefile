@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: campaign report test system bench validate lab dry-run lock clean help
+.PHONY: campaign report test system bench validate versions lab dry-run lock clean help
 
 help:
 	@echo "make campaign [CAMPAIGN=config/campaigns/<name>.yaml]  run a campaign, write its dataset and report"
@@ -18,6 +18,7 @@ help:
 	@echo "make dry-run [CAMPAIGN=...]                           show what a campaign would (re)run"
 	@echo "make bench                                            harness overhead and cost against a fixed loop"
 	@echo "make validate                                         models and detector against known synthetic truth"
+	@echo "make versions                                         every MPICH and Open MPI release: built, launched, latency, bandwidth"
 
 # The analysis environment: Snakemake, xarray, Jupyter..., and commbench itself (editable).
 $(READY): envs/analysis.txt pyproject.toml
@@ -26,9 +27,10 @@ $(READY): envs/analysis.txt pyproject.toml
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps -e .
 	touch $@
 
+# Exits 1 after the dataset and report are written when a library or launch gave no data (said last).
 campaign: $(READY)
 	$(BIN)/snakemake --configfile $(CAMPAIGN)
-	$(BIN)/commbench summary $(CAMPAIGN)
+	$(BIN)/commbench summary --check $(CAMPAIGN)
 
 # The report alone, from an existing dataset (or a campaign file's dataset); no benchmark reruns.
 report: $(READY)
@@ -52,6 +54,11 @@ bench: $(READY)
 # Recovered against true values for the models and the anomaly detector (synthetic curves).
 validate: $(READY)
 	$(BIN)/python benchmarks/ground_truth.py
+
+# Every wheel release and Debian's packaged MPIs through the workflow, then one line a version.
+versions: $(READY) system
+	$(BIN)/snakemake --configfile config/campaigns/versions.yaml results/versions/versions.nc
+	$(BIN)/python benchmarks/versions.py results/versions/versions.nc
 
 lab: $(READY)
 	$(BIN)/jupyter lab notebooks

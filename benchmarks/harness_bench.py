@@ -53,10 +53,11 @@ def build_reference(env_dir: str, build: Path) -> Path:
     return reference
 
 
-def run_reference(env_dir, family, placement, reference: Path, args: list[str]) -> list[dict]:
+def run_reference(library: dict, placement, reference: Path, args: list[str]) -> list[dict]:
     """The reference program under commbench's own launch plan (binding, transports), with its
     own arguments in place of the kernel options the plan adds."""
-    plan = plan_launch(family, placement, str(reference), [], "")
+    env_dir = library["env_dir"]
+    plan = plan_launch(library, placement, str(reference), [], "")
     command = plan.command[:plan.command.index(str(reference)) + 1] + args
     stdout, _ = sh(env_dir, command, plan.env)
     return [json.loads(line) for line in stdout.splitlines()]
@@ -66,13 +67,13 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def small_latency_ratios(env_dir, family, placement, reference: Path) -> list[float]:
+def small_latency_ratios(library: dict, placement, reference: Path) -> list[float]:
     """commbench's mean latency over the reference's at SMALL sizes, per round of each launch."""
     ratios = []
     sizes = f"{min(SMALL)}:{max(SMALL)}"
     for _ in range(LAUNCHES):
         with tempfile.TemporaryDirectory() as tmp:
-            records = run_reference(env_dir, family, placement, reference, [sizes, str(ROUNDS), f"{tmp}/round"])
+            records = run_reference(library, placement, reference, [sizes, str(ROUNDS), f"{tmp}/round"])
             loop = {(r["round"], r["size"]): r["latency_s"] for r in records}
             for round_ in range(ROUNDS):
                 points = {p["size"]: p for p in read_jsonl(Path(tmp) / f"round{round_}.jsonl")[1:-1]}
@@ -93,7 +94,7 @@ def main(campaign_file: str) -> int:
         for _ in range(SWEEPS):
             with tempfile.TemporaryDirectory() as tmp:
                 out = Path(tmp) / "run.jsonl"
-                plan = plan_launch(record["family"], placement, str(build / "commbench-kernels"),
+                plan = plan_launch(record, placement, str(build / "commbench-kernels"),
                                    ["pingpong.send", "-m", "1:4194304"], str(out))
                 _, wall_cb = sh(env_dir, plan.command, plan.env)
                 lines = read_jsonl(out)
@@ -106,9 +107,9 @@ def main(campaign_file: str) -> int:
             rows["wall_cb"].append(end["elapsed_s"])
             rows["launch_cb"].append(wall_cb)
 
-            records = run_reference(env_dir, record["family"], placement, reference, ["1:4194304"])
+            records = run_reference(record, placement, reference, ["1:4194304"])
             rows["wall_ref"].append(next(r["wall_s"] for r in records if "wall_s" in r))
-        ratios = small_latency_ratios(env_dir, record["family"], placement, reference)
+        ratios = small_latency_ratios(record, placement, reference)
         med = {k: statistics.median(v) for k, v in rows.items()}
         print(f"{library} (on-node)")
         print(f"  (a) harness overhead in the smallest latency: {med['amortised']:.4%} of it, spread over a "

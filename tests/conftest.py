@@ -16,9 +16,23 @@ SNAKEMAKE = Path(sys.executable).parent / "snakemake"
 LIBRARIES = ("mpich-5.0.2", "openmpi-5.0.11")
 
 
+def workflow_command(workdir: Path, *args: str) -> list[str]:
+    """The commbench workflow run in `workdir` as `make campaign` runs it from the repository, with
+    the project's own strict kernel build against the newest libraries (warnings are errors; users'
+    builds, and older libraries' whose headers trip compiler false positives, are not). Every test
+    run of the workflow uses it: a run with other build settings would rebuild and rerun everything."""
+    args = list(args)
+    strict = "strict_build=" + ",".join(LIBRARIES)
+    if "--config" in args:
+        args.insert(args.index("--config") + 1, strict)
+    else:
+        args += ["--config", strict]
+    return [str(SNAKEMAKE), "-s", str(SNAKEFILE), "--directory", str(workdir), *args]
+
+
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """Runs the commbench workflow in `workdir`, as `make campaign` does from the repository."""
-    cmd = [str(SNAKEMAKE), "-s", str(SNAKEFILE), "--directory", str(workdir), *args]
+    """Runs the workflow (workflow_command) and waits for it; raises with its output if it failed."""
+    cmd = workflow_command(workdir, *args)
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
@@ -74,12 +88,12 @@ def launch(workspace: Path, library: str, placement, kernel_args: list[str], tmp
     from commbench.launcher import run_launch
     from commbench.raw import read_raw
 
-    record = _json.loads((workspace / "build" / "envs" / library / "library.json").read_text())
+    installation = _json.loads((workspace / "build" / "envs" / library / "library.json").read_text())
+    build = _json.loads((workspace / "build" / "kernels" / library / "build.json").read_text())
     output = tmp_path / f"{library}-{placement.name}-{kernel_args[0]}.jsonl"
     with open(tmp_path / "console.log", "a") as log:
-        run_launch(env_dir=record["env_dir"], binary=workspace / "build" / "kernels" / library / "commbench-kernels",
-                   kernel=kernel_args[0], kernel_args=kernel_args, placement=placement, family=record["family"],
-                   library=library, mpi=library, launch=0, output=output, timeout_s=timeout_s,
+        run_launch(installation=installation, build=build, kernel=kernel_args[0], kernel_args=kernel_args,
+                   placement=placement, library=library, launch=0, output=output, timeout_s=timeout_s,
                    library_env=library_env, log=log, scratch=scratch)
     return read_raw(output)
 

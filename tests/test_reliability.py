@@ -23,9 +23,9 @@ from commbench.collect import build_dataset, failures, read_all, write_dataset
 from commbench.dataset import open_campaign
 from commbench.guards import ResourceError, check_resources, needs, resource_problems
 from commbench.launcher import Placement
-from commbench.raw import RawFileError, read_raw
+from commbench.raw import LAUNCH_STATUSES, RawFileError, read_raw
 
-from conftest import REPO, SNAKEFILE, SNAKEMAKE, launch, snakemake
+from conftest import REPO, launch, snakemake, workflow_command
 from conftest import campaign_error as refusal, write_campaign as write
 
 LAUNCHER_NAMES = {"commbench-kernels", "mpiexec", "mpirun", "hydra_pmi_proxy", "prterun", "prted"}
@@ -195,7 +195,7 @@ def test_reader_accepts_only_well_formed_records_or_names_file_and_line(tmp_path
         _check_refusal(error, path)
         return
     # Accepted: whatever it holds is what a dataset can take without question.
-    assert result.status in ("ok", "failed", "timeout")
+    assert result.status in LAUNCH_STATUSES
     if result.status == "ok":
         assert result.end["points"] == len(result.points) == len({p.size for p in result.points})
         for p in result.points:
@@ -326,8 +326,7 @@ def test_hung_launch_is_killed_recorded_and_the_campaign_completes(workspace, bu
 
 def _start(workspace, *args) -> subprocess.Popen:
     """snakemake in a session of its own, so that the test can interrupt or kill its whole group."""
-    cmd = [str(SNAKEMAKE), "-s", str(SNAKEFILE), "--directory", str(workspace), *args]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    return subprocess.Popen(workflow_command(workspace, *args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from commbench.dataset import open_campaign
 
-from conftest import REPO, SNAKEFILE, SNAKEMAKE, snakemake
+from conftest import REPO, snakemake, workflow_command
 
 pytestmark = [pytest.mark.slurm, pytest.mark.mpi]
 
@@ -60,8 +60,8 @@ def test_campaign_through_slurm_has_the_local_schema(workspace, built, local_slu
 
     snakemake(workspace, "results/onhost/onhost.nc", "--configfile", str(files["onhost"]))
 
-    args = [str(SNAKEMAKE), "-s", str(SNAKEFILE), "--directory", str(workspace), "--profile", str(PROFILE),
-            "results/onslurm/onslurm.nc", "--configfile", str(files["onslurm"]),
+    args = [*workflow_command(workspace, "--profile", str(PROFILE), "results/onslurm/onslurm.nc"),
+            "--configfile", str(files["onslurm"]),
             "--default-resources", f"slurm_partition={local_slurm.partition}",
             # Seconds, not the profile's tens of seconds, between status checks of short jobs.
             "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2",

@@ -1,44 +1,130 @@
-"""Building commbench-kernels and libcommbench-kernels.so with one MPI library's compiler wrapper."""
+"""Building commbench-kernels and libcommbench-kernels.so with one MPI library's compiler wrapper.
+
+A build never raises: build.json records `status: ok`, or `build_failed` (the harness
+did not compile or link) or `env_failed` (the library's environment was never made),
+with the reason and the log's tail, so that a campaign goes on with its other
+libraries. A kernel family that does not compile against this library is left out
+of an ok build (kernels/Makefile); its kernels are listed in `unsupported` with the
+compiler's first error. Warnings do not stop a build; they are kept in the record.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
-from .libraries import in_environment
+from .campaign import known_kernels
+from .libraries import LOG_TAIL_CHARS, in_environment
 from .provenance import KERNELS_DIR, source_hash
 
 # How each family's wrapper shows the compiler command it runs.
 SHOW_FLAG = {"mpich": "-show", "openmpi": "--showme"}
+MAX_WARNINGS_KEPT = 50
 
 
-def build_kernels(library: dict, build_dir, kernels_dir: Path = KERNELS_DIR, log=sys.stderr) -> dict:
-    """Compiles the kernels, as a binary and as a shared library for mpi4py programs (warnings are
-    errors), and writes build.json next to them."""
+def build_kernels(library: dict, build_dir, log_path, kernels_dir: Path = KERNELS_DIR,
+                  strict: bool = False) -> dict:
+    """Compiles the kernels with this library's mpicc as a binary and as a shared library for
+    mpi4py programs, and writes (and returns) build.json next to them. `strict` (the project's
+    own check) makes warnings errors and every kernel family required."""
     build_dir = Path(build_dir).resolve()
-    env_dir = library["env_dir"]
-    make = f"make -C {shlex.quote(str(kernels_dir))} MPICC=mpicc BUILD_DIR={shlex.quote(str(build_dir))}"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    record = {"mpi": library["name"], "binary": str(build_dir / "commbench-kernels"),
+              "shared_library": str(build_dir / "libcommbench-kernels.so"), "strict": strict,
+              "kernel_source_hash": source_hash(kernels_dir)}
+    if library.get("status", "ok") != "ok":
+        record |= {"status": library["status"], "reason": library.get("reason", "")}
+        Path(log_path).write_text(f"not built: the environment of {library['name']} failed: {record['reason']}\n")
+        return _write(record, build_dir)
+    make = (f"make -C {shlex.quote(str(kernels_dir))} MPICC=mpicc BUILD_DIR={shlex.quote(str(build_dir))}"
+            f" STRICT={int(strict)}")
+    with open(log_path, "w") as log:
+        print("+", make, file=log, flush=True)
+        done = subprocess.run(in_environment(library["env_dir"], make), stdout=log, stderr=subprocess.STDOUT)
+    output = Path(log_path).read_text(errors="replace")
+    record["warnings"] = sorted(set(re.findall(r"^\S+:\d+:\d+: warning: .*$", output, flags=re.MULTILINE)))
+    record["warning_count"] = len(record["warnings"])
+    record["warnings"] = record["warnings"][:MAX_WARNINGS_KEPT]
+    if done.returncode != 0 or not Path(record["binary"]).exists():
+        record |= {"status": "build_failed", "reason": f"{library['name']}: {_first_error(output) or 'make failed'}",
+                   "log_tail": output[-LOG_TAIL_CHARS:]}
+        return _write(record, build_dir)
 
     def shell(command: str) -> str:
-        return subprocess.run(in_environment(env_dir, command), capture_output=True, text=True,
-                              check=True).stdout.strip()
+        done = subprocess.run(in_environment(library["env_dir"], command), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise BuildFailed(f"{library['name']}: `{command}` exited with {done.returncode}: "
+                              f"{(done.stdout + done.stderr)[-LOG_TAIL_CHARS:]}")
+        return done.stdout.strip()
 
-    print("+", make, file=log, flush=True)
-    subprocess.run(in_environment(env_dir, make), check=True, stdout=log, stderr=log)
-    record = {
-        "mpi": library["name"],
-        "binary": str(build_dir / "commbench-kernels"),
-        "shared_library": str(build_dir / "libcommbench-kernels.so"),
+    try:
+        record |= _describe_build(record, library, kernels_dir, strict, output, shell)
+    except (BuildFailed, ValueError) as error:
+        record |= {"status": "build_failed", "reason": str(error).splitlines()[0], "log_tail": str(error)}
+    return _write(record, build_dir)
+
+
+class BuildFailed(Exception):
+    """A step after compiling (listing the kernels, the wrapper's flags) did not work."""
+
+
+def _describe_build(record: dict, library: dict, kernels_dir: Path, strict: bool, output: str, shell) -> dict:
+    """What a successful build holds: its kernels, those left out and why, compiler and flags."""
+    built = [json.loads(line) for line in shell(f"{shlex.quote(record['binary'])} --list").splitlines()]
+    make_vars = f"make -s -C {shlex.quote(str(kernels_dir))} STRICT={int(strict)}"
+    return {
+        "status": "ok",
         "compiler": shell("mpicc --version 2>&1 | head -n 1"),
         "compiler_command": shell(f"mpicc {SHOW_FLAG[library['family']]} 2>&1"),
-        "cflags": shell(f"make -s -C {shlex.quote(str(kernels_dir))} print-cflags"),
-        "shared_library_flags": shell(f"make -s -C {shlex.quote(str(kernels_dir))} print-library-flags"),
-        "kernel_source_hash": source_hash(kernels_dir),
-        "kernels": [json.loads(line) for line in shell(
-            f"{shlex.quote(str(build_dir / 'commbench-kernels'))} --list").splitlines()],
+        "cflags": shell(f"{make_vars} print-cflags"),
+        "shared_library_flags": shell(f"{make_vars} print-library-flags"),
+        "kernels": built,
+        "unsupported": _left_out(set(known_kernels()) - {k["kernel"] for k in built}, output, library,
+                                 kernels_dir, shell(f"{make_vars} print-family-sources").split()),
     }
+
+
+def strict_installations(setting, names) -> set[str]:
+    """Which installations get the strict build: `setting` is a workflow config value, true or
+    false, or installation names separated by commas."""
+    if isinstance(setting, bool) or str(setting).lower() in ("true", "false", "1", "0", "yes", "no", ""):
+        return set(names) if str(setting).lower() in ("true", "1", "yes") else set()
+    return {name.strip() for name in str(setting).split(",") if name.strip()}
+
+
+def retry_token(record_path) -> str:
+    """"" while the library.json or build.json at record_path is absent or says ok; after a
+    failure, a value that changes with every failed attempt. As a rule's params it makes each
+    run of the workflow retry a failed environment or build (its spec fixed, the network back),
+    and so everything downstream of it, while a library that works is left alone."""
+    path = Path(record_path)
+    try:
+        status = json.loads(path.read_text()).get("status", "ok")
+    except (OSError, ValueError):
+        return ""
+    return "" if status == "ok" else f"{status}, retried after {path.stat().st_mtime_ns}"
+
+
+def _left_out(missing: set[str], output: str, library: dict, kernels_dir: Path, sources: list[str]) -> dict:
+    """kernel -> why it is not in this build: its family's source and the compiler's first error there."""
+    reasons = {}
+    for kernel in sorted(missing):
+        source = next((name for name in sources if f'"{kernel}"' in (kernels_dir / name).read_text()), None)
+        error = _first_error(output, source) if source else None
+        reasons[kernel] = (f"kernels/{source or '?'} did not compile against {library['name']} "
+                           f"({library.get('version', 'unknown version')}): {error or 'see its build.log'}")
+    return reasons
+
+
+def _first_error(output: str, source: str | None = None) -> str | None:
+    pattern = rf"^{re.escape(source)}:\d+:\d+: (?:fatal )?error: .*$" if source else r"^.*\berror\b.*$"
+    found = re.search(pattern, output, flags=re.MULTILINE)
+    return found.group(0).strip() if found else None
+
+
+def _write(record: dict, build_dir: Path) -> dict:
     (build_dir / "build.json").write_text(json.dumps(record, indent=2) + "\n")
     return record

@@ -18,7 +18,9 @@ def _dataset_path(target: str) -> Path:
     return path
 
 
-def summary(target: str) -> int:
+def summary(target: str, check: bool = False) -> int:
+    """The latency and bandwidth table, then what gave no data and why. With `check`, returns 1
+    when anything did (what `make campaign` exits with, after the dataset and report are written)."""
     from .dataset import open_campaign
 
     path = _dataset_path(target)
@@ -43,15 +45,38 @@ def summary(target: str) -> int:
                 latency = f"{small} B: {float(median[0]) * 1e6:.3f}"
                 bandwidth = f"{large} B: {large / float(median[-1]) / 1e6:.1f}" if large else "-"
                 print(f"{lib:<20}{pl:<10}{k:<28}{latency:>26}{bandwidth:>26}")
-    return 0
+    return _missing(ds, path) if check else 0
+
+
+def _missing(ds, path: Path) -> int:
+    """Prints which library rows and launches gave no data and why; 1 if any did."""
+    failed_rows = [(str(lib), str(st), str(why)) for lib, st, why in zip(
+        ds.library.values, ds["library_status"].values, ds["library_reason"].values) if st != "ok"]
+    runs = ds.commbench.failed_runs()
+    runs = runs[~runs.index.get_level_values("library").isin([lib for lib, _, _ in failed_rows])]
+    if not failed_rows and runs.empty:
+        return 0
+    for lib, status, why in failed_rows:
+        print(f"library {lib}: {status}, no data: {why}")
+    for (lib, pl, k, launch), row in runs.head(10).iterrows():
+        print(f"launch {lib}/{pl}/{k}/{launch}: {row['status']}: {row['reason'][:200]}")
+    if len(runs) > 10:
+        print(f"... and {len(runs) - 10} more launches")
+    report = path.parent / "report.html"
+    print(f"{len(failed_rows)} library row(s) and {len(runs)} launch(es) gave no data (details: "
+          f"{path.parent / 'failures.jsonl'}); the dataset and report hold what did work: {path}"
+          + (f", {report}" if report.exists() else ""))
+    return 1
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="commbench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("validate", help="check a campaign file").add_argument("campaign")
-    commands.add_parser("summary", help="latency and bandwidth table of a campaign's dataset").add_argument(
-        "target", help="campaign file or dataset (.nc)")
+    summary_parser = commands.add_parser("summary", help="latency and bandwidth table of a campaign's dataset")
+    summary_parser.add_argument("target", help="campaign file or dataset (.nc)")
+    summary_parser.add_argument("--check", action="store_true",
+                                help="list what gave no data and why, and exit 1 if anything did")
     report = commands.add_parser("report", help="regenerate report.html and figures/ from a dataset "
                                                 "(runs notebooks/04-report.ipynb with papermill)")
     report.add_argument("target", help="campaign file or dataset (.nc)")
@@ -68,7 +93,7 @@ def main(argv=None) -> int:
 
             print(f"report: {run_report_notebook(_dataset_path(args.target), args.output_dir)}")
             return 0
-        return summary(args.target)
+        return summary(args.target, check=args.check)
     except (CampaignError, FileNotFoundError, ValueError) as error:
         print(f"commbench: {error}", file=sys.stderr)
         return 2

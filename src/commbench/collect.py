@@ -71,6 +71,7 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
     started = np.full(run_shape, "", dtype=object)
     hosts = np.full(run_shape, "", dtype=object)
     binding = np.full(run_shape, "", dtype=object)
+    reason = np.full(run_shape, "", dtype=object)
     kernel_info = np.full(run_shape, "", dtype=object)
     version = {name: "" for name in lib_names}
     metric = {name: "" for name in kernels}
@@ -86,6 +87,7 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         status[cell] = meta["status"]
         started[cell] = meta.get("started", "")
         if result.status != "ok":
+            reason[cell] = meta.get("reason", "")
             continue
         run = result.run
         resolution[cell] = run["timer_resolution_s"]
@@ -106,7 +108,8 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         # A refused file still names its cell when its launch record can be read.
         try:
             meta = json.loads(open(error.path).readline())
-            status[li[meta["library"]], pi[meta["placement"]], ki[meta["kernel"]], meta["launch"]] = "refused"
+            cell = (li[meta["library"]], pi[meta["placement"]], ki[meta["kernel"]], meta["launch"])
+            status[cell], reason[cell] = "refused", str(error)
         except (OSError, ValueError, KeyError, IndexError, TypeError):
             pass
 
@@ -140,6 +143,19 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         "mpi": ("library", mpi),
         "family": ("library", [libraries.get(m, {}).get("family", "unknown") for m in mpi]),
         "compiler": ("library", [builds.get(m, {}).get("compiler", "unknown") for m in mpi]),
+        # Whether the library could be used at all: ok, env_failed or build_failed, and why.
+        "library_status": ("library", [_library_status(libraries.get(m), builds.get(m)) for m in mpi]),
+        "library_reason": ("library", [_library_failure(libraries.get(m), builds.get(m)).get("reason", "")
+                                       for m in mpi]),
+        "library_log_tail": ("library", [_library_failure(libraries.get(m), builds.get(m)).get("log_tail", "")
+                                         for m in mpi]),
+        "launcher": ("library", [libraries.get(m, {}).get("launcher", "unknown") for m in mpi],
+                     {"long_name": "how mpiexec took its options: hydra (MPICH), orte (Open MPI 4), prrte (5.x)"}),
+        "build_warnings": ("library", [builds.get(m, {}).get("warning_count", 0) for m in mpi],
+                           {"long_name": "compiler warnings in the kernel build (build provenance lists them)"}),
+        "unsupported_kernels": ("library", [json.dumps(builds.get(m, {}).get("unsupported", {}), sort_keys=True)
+                                            for m in mpi], {"long_name": "kernels this library's build left "
+                                                                         "out, and why (JSON)"}),
         "library_env": ("library", [json.dumps(campaign.library_env(name), sort_keys=True) for name in lib_names]),
         "metric": ("kernel", [metric[name] for name in kernels]),
     }
@@ -154,7 +170,10 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
                                                    "sample (raw = time + subtracted_s); NaN: none"}),
         "position": (POINT_DIMS, position, {"long_name": "when the size was measured in its launch "
                                                          "(0: first; -1: not measured); sizes are shuffled per launch"}),
-        "status": (RUN_DIMS, status.astype(str), {"long_name": "ok, failed, timeout, refused, missing, or skipped (not asked for)"}),
+        "status": (RUN_DIMS, status.astype(str), {"long_name": "ok, failed, timeout, refused (raw file damaged), "
+                                                                "env_failed, build_failed, unsupported, missing, or "
+                                                                "skipped (not asked for)"}),
+        "reason": (RUN_DIMS, reason.astype(str), {"long_name": "why a launch gave no data (empty when ok)"}),
         "timer_resolution_s": (RUN_DIMS, resolution, {"units": "s"}),
         "harness_overhead_s": (RUN_DIMS, overhead, {"units": "s"}),
         "started": (RUN_DIMS, started.astype(str)),
@@ -163,7 +182,7 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         "kernel_info": (RUN_DIMS, kernel_info.astype(str), {"long_name": "what the kernel recorded of its "
                                                                          "set-up (JSON), e.g. MPI-IO hints"}),
     }
-    flags = sorted({b.get("cflags", "") for b in builds.values()})
+    flags = sorted({b["cflags"] for b in builds.values() if "cflags" in b})
     all_hosts = sorted({h for r in ok for h in r.run["hosts"]})
     attrs = {
         "campaign": campaign.name,
@@ -174,6 +193,8 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         "commbench_version": __version__,
         "git_commit": git_commit(),
         "compilers": json.dumps({m: builds[m].get("compiler_command", "") for m in sorted(builds)}),
+        "build_warnings": json.dumps({m: builds[m].get("warnings", []) for m in sorted(builds)
+                                      if builds[m].get("warnings")}),
         "compiler_flags": " | ".join(flags),
         "hosts": ",".join(all_hosts),
         "cpu_model": cpu_model(),
@@ -186,13 +207,36 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
 
 
-def failures(results: list[LaunchResult], refused: list[RawFileError] = ()) -> list[dict]:
-    """One entry per launch that gave no data: failed or timed-out launches with their exit code,
-    reason and console tail, and refused raw files with the file, line and why."""
+def _library_failure(library: dict | None, build: dict | None) -> dict:
+    """The failed environment's or build's record (status, reason, log_tail), else {}."""
+    for record in (library, build):
+        if record and record.get("status", "ok") != "ok":
+            return record
+    return {}
+
+
+def _library_status(library: dict | None, build: dict | None) -> str:
+    return _library_failure(library, build).get("status", "ok" if library and build else "missing")
+
+
+def failures(results: list[LaunchResult], refused: list[RawFileError] = (), campaign: Campaign | None = None,
+             libraries: dict[str, dict] | None = None, builds: dict[str, dict] | None = None) -> list[dict]:
+    """One entry per library row whose environment or build failed (reason and log tail), and one
+    per other launch that gave no data: failed, timed-out or unsupported launches with their exit
+    code, reason and console tail, and refused raw files with the file, line and why."""
     entries = []
+    failed_rows = set()
+    for row in (campaign.libraries if campaign else []):
+        mpi = campaign.mpi_of(row)
+        failure = _library_failure((libraries or {}).get(mpi), (builds or {}).get(mpi))
+        if failure:
+            failed_rows.add(row)
+            entries.append({"status": failure["status"], "library": row, "mpi": mpi,
+                            "reason": failure.get("reason", ""), "log_tail": failure.get("log_tail", "")})
     for result in results:
         meta = result.launch
-        if result.status == "ok":
+        if result.status == "ok" or (meta.get("library") in failed_rows and result.status in ("env_failed",
+                                                                                            "build_failed")):
             continue
         entries.append({key: meta.get(key) for key in (
             "status", "library", "placement", "kernel", "launch", "exit_code", "reason", "started",

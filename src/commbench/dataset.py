@@ -40,9 +40,11 @@ class CommbenchAccessor:
         return summarize(self._ds["time"], self._ds["size"], ci=ci, n_boot=n_boot, seed=seed)
 
     def failed_runs(self):
-        """A table of the (library, placement, kernel, launch) cells whose launch gave no data; cells
-        the campaign never asked for (a kernel's `placements` leave them out: `skipped`) are not listed."""
-        table = self._ds["status"].to_dataframe()[["status"]]
+        """A table of the (library, placement, kernel, launch) cells whose launch gave no data, with
+        its status and reason; cells the campaign never asked for (a kernel's `placements` leave
+        them out: `skipped`) are not listed."""
+        columns = [name for name in ("status", "reason") if name in self._ds]   # older datasets have no reason
+        table = self._ds[columns].to_dataframe()[columns]
         return table[~table["status"].isin(["ok", "skipped"])]
 
     def integrity_errors(self):

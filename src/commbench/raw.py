@@ -49,7 +49,9 @@ class LaunchResult:
         return self.launch["status"]
 
 
-LAUNCH_STATUSES = {"ok", "failed", "timeout"}
+# ok, or why a launch gave no data: it failed or timed out, or it never ran because its library's
+# environment or build failed or the library cannot do it (unsupported).
+LAUNCH_STATUSES = {"ok", "failed", "timeout", "env_failed", "build_failed", "unsupported"}
 
 
 def _check_schema(record: dict, path, number: int) -> None:

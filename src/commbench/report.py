@@ -74,7 +74,9 @@ def findings_table(data: ReportData) -> Table:
 def failed_runs_table(ds: xr.Dataset) -> Table:
     failed = ds.commbench.failed_runs().reset_index()
     return Table("failed-runs", "Failed launches", "Launches that gave no data (failed, timed out, refused, "
-                 "missing); their cells are empty in every figure.", failed)
+                 "missing, or never run: their library's environment or build failed, or the library does not "
+                 "support the kernel, placement or a setting), with the reason; their cells are empty in every "
+                 "figure.", failed)
 
 
 def integrity_table(ds: xr.Dataset) -> Table:
@@ -89,13 +91,16 @@ def provenance_tables(ds: xr.Dataset) -> list[Table]:
         "library": ds["library"].values,
         "version": [str(v).strip().splitlines()[0] if str(v).strip() else "" for v in ds["library_version"].values],
         "family": ds["family"].values, "compiler": ds["compiler"].values, "environment": ds["library_env"].values})
+    for extra in ("launcher", "library_status", "build_warnings"):   # datasets collected before these had none
+        if extra in ds.coords:
+            libraries[extra] = ds[extra].values
     placement_coords = [c for c in ("nodes", "ppn", "nprocs", "transport", "emulated", "network_rate", "mtu")
                         if c in ds.coords]
     placements = ds[placement_coords].reset_coords()[placement_coords].to_dataframe().reset_index() \
         if placement_coords else pd.DataFrame({"placement": ds["placement"].values})
     keys = ("campaign", "campaign_file", "git_commit", "kernel_source_hash", "config_hash", "commbench_version",
-            "hosts", "cpu_model", "os", "compilers", "compiler_flags", "timer_resolution_s", "first_launch",
-            "created")
+            "hosts", "cpu_model", "os", "compilers", "compiler_flags", "build_warnings", "timer_resolution_s",
+            "first_launch", "created")
     run = pd.DataFrame({"key": [k for k in keys if k in ds.attrs], "value": [str(ds.attrs[k]) for k in keys
                                                                             if k in ds.attrs]})
     return [Table("provenance-run", "Campaign and machine", "Recorded in the dataset when it was collected.", run),
@@ -148,6 +153,11 @@ def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], t
     if not integrity.frame.empty:
         flags = (f"<p class='flag'><b>Integrity errors</b>: {len(integrity.frame)} point(s) received corrupted "
                  f"messages; see <a href='#integrity-errors'>the table</a>. Do not trust those curves.</p>")
+    if "library_status" in ds.coords:
+        for lib, status, why in zip(ds.library.values, ds["library_status"].values, ds["library_reason"].values):
+            if status != "ok":
+                flags += (f"<p class='flag'><b>Library row {html.escape(str(lib))} is missing</b> "
+                          f"({html.escape(str(status))}): {html.escape(str(why))}</p>")
     failed = next(t for t in tables if t.name == "failed-runs")
     if not failed.frame.empty:
         flags += (f"<p class='flag'><b>{len(failed.frame)} launch(es) gave no data</b>; see "

@@ -2,14 +2,18 @@ localrules: build_kernels  # on a cluster: on the submitting host, right after i
 
 rule build_kernels:
     """commbench-kernels and libcommbench-kernels.so (for mpi4py engines) compiled with this
-    library's mpicc, warnings as errors."""
+    library's mpicc. Never fails the workflow: build.json says ok, build_failed or env_failed,
+    and which kernels (if any) this library could not build; only it is a declared output,
+    since a failed build leaves no binary. `--config strict_build=true|NAME,...` (the tests,
+    against the newest libraries) makes warnings errors."""
     input:
         library=BUILD / "envs" / "{mpi}" / "library.json",
         sources=KERNEL_SOURCES,
     output:
-        binary=BUILD / "kernels" / "{mpi}" / "commbench-kernels",
-        shared_library=BUILD / "kernels" / "{mpi}" / "libcommbench-kernels.so",
         record=BUILD / "kernels" / "{mpi}" / "build.json",
+    params:
+        strict=lambda w: w.mpi in STRICT_BUILD,
+        retry=lambda w: retry_token(build_record(w.mpi)),
     log:
         BUILD / "kernels" / "{mpi}" / "build.log",
     script:

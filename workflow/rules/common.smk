@@ -2,6 +2,7 @@
 import json
 from pathlib import Path
 
+from commbench.build import retry_token, strict_installations
 from commbench.campaign import CampaignError, load_campaign
 from commbench.guards import check_resources
 from commbench.provenance import KERNELS_DIR
@@ -22,6 +23,10 @@ except CampaignError as error:
 # MPI environments and kernel builds depend only on the library, not on the
 # campaign, so every campaign shares them. `--config build_dir=...` moves them.
 BUILD = Path(config.get("build_dir", "build"))
+# The project's own check (the tests): kernel warnings are errors and every kernel family required,
+# for every library (strict_build=true) or the named installations (strict_build=mpich-5.0.2,...).
+STRICT_BUILD = strict_installations(config.get("strict_build", False), CAMPAIGN.mpi_names)
+
 RESULTS = Path("results") / CAMPAIGN.name
 DATASET = RESULTS / f"{CAMPAIGN.name}.nc"
 KERNEL_SOURCES = sorted(str(p) for p in KERNELS_DIR.rglob("*") if p.is_file())
@@ -39,10 +44,6 @@ wildcard_constraints:
 
 def library_record(mpi):
     return BUILD / "envs" / mpi / "library.json"
-
-
-def kernel_binary(mpi):
-    return BUILD / "kernels" / mpi / "commbench-kernels"
 
 
 def build_record(mpi):

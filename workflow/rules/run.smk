@@ -1,8 +1,10 @@
 rule run_launch:
     """One launch of one kernel. It claims the whole machine: launches never overlap each
-    other (machine=1, limited to 1 in the profile) nor builds (all cores as threads)."""
+    other (machine=1, limited to 1 in the profile) nor builds (all cores as threads). A launch
+    its library cannot run (failed environment or build, unsupported kernel or placement) is
+    recorded as such without starting anything."""
     input:
-        binary=lambda w: kernel_binary(CAMPAIGN.mpi_of(w.library)),
+        build=lambda w: build_record(CAMPAIGN.mpi_of(w.library)),
         library=lambda w: library_record(CAMPAIGN.mpi_of(w.library)),
     output:
         raw=RESULTS / "raw" / "{library}" / "{placement}" / "{kernel}" / "launch{launch}.jsonl",

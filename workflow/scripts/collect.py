@@ -14,7 +14,7 @@ with open(snakemake.log[0], "w") as log:
     results, refused = read_all(snakemake.input.raw, on_error="record", log=log)
 ds = build_dataset(campaign, results, libraries, builds, refused)
 write_dataset(ds, snakemake.output.dataset)
-failed = failures(results, refused)
+failed = failures(results, refused, campaign, libraries, builds)
 write_failures(failed, snakemake.output.failures)
 
 status = ds["status"].values.ravel().tolist()

@@ -1,7 +1,6 @@
-# Snakemake script: make one MPI installation usable (see commbench.libraries).
+# Snakemake script: make one MPI installation usable (see commbench.libraries); a failure is recorded.
 from pathlib import Path
 
-from commbench.libraries import create_environment
+from commbench.libraries import record_environment
 
-with open(snakemake.log[0], "w") as log:
-    create_environment(snakemake.input.spec, Path(snakemake.output.record).parent, log=log)
+record_environment(snakemake.input.spec, Path(snakemake.output.record).parent, snakemake.log[0])

@@ -1,4 +1,4 @@
-# Snakemake script: one launch; a failed or hung launch is recorded, never raised.
+# Snakemake script: one launch; a failed, hung or impossible launch is recorded, never raised.
 import json
 import signal
 import sys
@@ -9,14 +9,13 @@ from commbench.launcher import Placement, run_launch
 # Snakemake stops jobs with SIGTERM: end the launch's processes on the way out, not leave them running.
 signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 settings = json.loads(snakemake.params.settings)
-library = json.loads(Path(snakemake.input.library).read_text())
-placement = Placement(**settings["placement"])
 w = snakemake.wildcards
 with open(snakemake.log[0], "w") as log:
     record = run_launch(
-        env_dir=library["env_dir"], binary=snakemake.input.binary, kernel=w.kernel,
-        kernel_args=settings["kernel_args"], placement=placement, family=library["family"],
-        library=w.library, mpi=settings["mpi"], launch=int(w.launch), output=snakemake.output.raw,
+        installation=json.loads(Path(snakemake.input.library).read_text()),
+        build=json.loads(Path(snakemake.input.build).read_text()),
+        kernel=w.kernel, kernel_args=settings["kernel_args"], placement=Placement(**settings["placement"]),
+        library=w.library, launch=int(w.launch), output=snakemake.output.raw,
         timeout_s=settings["timeout"], library_env=settings["library_env"], log=log,
         scratch=settings["scratch"], settings=settings,
     )
