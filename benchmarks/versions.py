@@ -20,7 +20,7 @@ SMALL, LARGE = 8, 1 << 20
 
 def main(path: str) -> int:
     ds = open_campaign(path)
-    median = ds["time"].median(["launch", "sample"]).sel(kernel="pingpong.send")
+    median = ds.commbench.summary(ci=False)["median"].sel(kernel="pingpong.send")
     status = ds["status"].sel(kernel="pingpong.send")
     header = (f"{'library':<16}{'version':<10}{'launcher':<9}{'built':<7}{'warn':>5}  {'launched':<14}"
               f"{'8 B on (us)':>12}{'8 B off (us)':>13}{'1 MiB on (MB/s)':>16}{'1 MiB off (MB/s)':>17}")

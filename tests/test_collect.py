@@ -4,11 +4,13 @@ import json
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from commbench.campaign import validate_campaign, Campaign
-from commbench.collect import build_dataset, read_all, write_dataset
+from commbench.collect import build_dataset, read_all, stream_raw, write_dataset
 from commbench.dataset import open_campaign
 from commbench.raw import RawFileError, read_raw
+from commbench.samples import POINT_DIMS
 
 CONFIG = {
     "campaign": "unit",
@@ -63,7 +65,7 @@ def test_complete_file_is_read(tmp_path):
     result = read_raw(complete(tmp_path, "libA", "1N2P", 0, {1: [1e-6, 2e-6], 8: [3e-6]}))
     assert result.status == "ok"
     assert [p.size for p in result.points] == [1, 8]
-    assert result.points[0].samples == [1e-6, 2e-6]
+    assert result.points[0].samples.tolist() == [1e-6, 2e-6]
 
 
 def test_truncated_file_is_refused_with_a_clear_message(tmp_path):
@@ -107,8 +109,11 @@ def test_dataset_has_the_contract_dims_and_marks_failed_and_refused_cells(tmp_pa
     assert [str(e.path) for e in refused] == [str(truncated)]
     ds = build_dataset(campaign(), results, LIBRARIES, BUILDS, refused)
 
-    assert ds["time"].dims == ("library", "placement", "kernel", "size", "launch", "sample")
-    assert ds.sizes == {"library": 2, "placement": 2, "kernel": 2, "size": 2, "launch": 2, "sample": 3}
+    # Samples are ragged: exactly the samples taken, with per-point counts, starts and statistics.
+    assert ds["time"].dims == ("sample",) and ds["sample_count"].dims == POINT_DIMS
+    assert {k: v for k, v in ds.sizes.items() if k in POINT_DIMS} == {
+        "library": 2, "placement": 2, "kernel": 2, "size": 2, "launch": 2}
+    assert ds.sizes["sample"] == int(ds["sample_count"].sum()) == 6 * 4   # 6 ok launches x (3 + 1) samples
     assert (ds["status"].sel(kernel="memcpy", placement="2N1P") == "skipped").all()
     assert (ds["status"].sel(kernel="memcpy", placement="1N2P") == "missing").all()
     assert list(ds["mtu"].values) == [0, 1500] and ds["network_rate"].sel(placement="2N1P").item() == 1e9
@@ -117,11 +122,16 @@ def test_dataset_has_the_contract_dims_and_marks_failed_and_refused_cells(tmp_pa
     assert ds["status"].sel(library="libA", placement="2N1P", kernel="pingpong.send", launch=1).item() == "refused"
     assert (ds["status"] == "ok").sum().item() == 6
     assert (ds["status"].sel(kernel="pingpong.send") == "ok").sum().item() == 6
-    # Refused and failed cells carry no time at all; others keep every sample, NaN-padded.
-    assert ds["time"].sel(library="libA", placement="2N1P", launch=1).isnull().all()
-    cell = ds["time"].sel(library="libA", placement="1N2P", kernel="pingpong.send", launch=0)
-    assert np.allclose(cell.sel(size=1).values, [1e-6, 1.1e-6, 0.9e-6])
-    assert np.isnan(cell.sel(size=8).values[1:]).all()
+    # Refused and failed cells carry no samples at all; others keep every sample, with their statistics.
+    assert (ds["sample_count"].sel(library="libA", placement="2N1P", launch=1) == 0).all()
+    assert ds["median"].sel(library="libA", placement="2N1P", launch=1).isnull().all()
+    point = dict(library="libA", placement="1N2P", kernel="pingpong.send", launch=0)
+    assert np.allclose(ds.commbench.samples(**point, size=1).values, [1e-6, 1.1e-6, 0.9e-6])
+    assert ds.commbench.samples(**point, size=8).values.tolist() == [2e-6]
+    assert ds["median"].sel(**point, size=1).item() == pytest.approx(1e-6)
+    assert ds["mean"].sel(**point, size=1).item() == pytest.approx(1e-6)
+    assert ds["min"].sel(**point, size=1).item() == pytest.approx(0.9e-6)
+    assert ds["quantiles"].sel(**point, size=1, quantile=0.5).item() == pytest.approx(1e-6)
     positions = ds["position"].sel(library="libA", placement="1N2P", launch=0, kernel="pingpong.send")
     assert positions.values.tolist() == [0, 1]
     assert ds["position"].sel(library="libB", placement="2N1P", kernel="pingpong.send", launch=1).values.tolist() == [-1, -1]
@@ -135,6 +145,11 @@ def test_dataset_has_the_contract_dims_and_marks_failed_and_refused_cells(tmp_pa
     path = tmp_path / "unit.nc"
     write_dataset(ds, path)
     back = open_campaign(path)
+    assert np.array_equal(back["time"].values, ds["time"].values)      # every sample, in its place
+    assert np.allclose(back.commbench.samples(**point, size=1).values, [1e-6, 1.1e-6, 0.9e-6])
+    # A selection keeps each point's samples (starts are stored, not re-derived from counts).
+    assert back.sel(library=["libB"]).commbench.samples(
+        library="libB", placement="1N2P", kernel="pingpong.send", launch=0, size=8).values.tolist() == [2e-6]
     assert back["status"].sel(library="libB", placement="2N1P", kernel="pingpong.send", launch=1).item() == "timeout"
     summary = back.commbench.summary()
     assert summary["median"].sel(library="libA", placement="1N2P", kernel="pingpong.send", size=1).item() == pytest.approx(1e-6)
@@ -146,3 +161,69 @@ def test_strict_collection_raises_on_the_first_refused_file(tmp_path):
     path = write_raw(tmp_path / "x.jsonl", [launch_record("libA", "1N2P", 0), run_record("libA")])
     with pytest.raises(RawFileError, match="no end record"):
         read_all([path])
+
+
+def _campaign_files(tmp_path, rng):
+    """Raw files of the unit campaign in its order, with different sample counts per point."""
+    files = []
+    for lib in ("libA", "libB"):
+        for placement in ("1N2P", "2N1P"):
+            for launch in (0, 1):
+                samples = {size: list(rng.uniform(1e-6, 2e-6, rng.integers(1, 40))) for size in (8, 1)}
+                files.append(complete(tmp_path, lib, placement, launch, samples))
+    return files
+
+
+def test_streamed_collection_equals_collection_in_memory(tmp_path):
+    files = _campaign_files(tmp_path, np.random.default_rng(3))
+    in_memory = build_dataset(campaign(), read_all(files)[0], LIBRARIES, BUILDS)
+    refused = []
+    results, seen = stream_raw(files, refused)
+    streamed = build_dataset(campaign(), results, LIBRARIES, BUILDS, refused, samples_file=tmp_path / "s.tmp")
+    assert len(seen) == len(files) and not refused and all(not r.points for r in seen)
+    assert isinstance(streamed["time"].data, np.memmap)
+    path = tmp_path / "streamed.nc"
+    write_dataset(streamed, path)
+    back = open_campaign(path)
+    np.testing.assert_array_equal(back["time"].values, in_memory["time"].values)
+    for name in ("sample_count", "sample_start", "median", "mean", "min", "quantiles", "median_ci", "position"):
+        np.testing.assert_array_equal(back[name].values, in_memory[name].values, err_msg=name)
+    # Each point's samples in the order they were measured, whatever the raw file's order of sizes.
+    first = read_raw(files[0])
+    for point in first.points:
+        np.testing.assert_array_equal(back.commbench.samples(library="libA", placement="1N2P", kernel="pingpong.send",
+                                                             launch=0, size=point.size).values, point.samples)
+
+
+def test_streaming_refuses_launches_out_of_the_campaigns_order(tmp_path):
+    files = _campaign_files(tmp_path, np.random.default_rng(4))
+    results, _ = stream_raw(list(reversed(files)), [])
+    with pytest.raises(ValueError, match="in the campaign's order"):
+        build_dataset(campaign(), results, LIBRARIES, BUILDS, samples_file=tmp_path / "s.tmp")
+
+
+def test_a_dataset_in_the_older_dense_layout_is_converted_when_opened(tmp_path):
+    rng = np.random.default_rng(5)
+    cube = rng.uniform(1e-6, 2e-6, (2, 1, 1, 3, 2, 6))
+    cube[0, 0, 0, 1, 1, 2:] = np.nan                     # a point with 2 samples
+    cube[1, 0, 0, 2, 0, :] = np.nan                      # a point never measured
+    dense = xr.Dataset({"time": (POINT_DIMS + ("sample",), cube, {"units": "s"}),
+                        "status": (("library", "placement", "kernel", "launch"), np.full((2, 1, 1, 2), "ok"))},
+                       coords={"library": ["a", "b"], "placement": ["1N2P"], "kernel": ["pingpong.send"],
+                               "size": [1, 8, 64], "launch": [0, 1], "sample": np.arange(6)},
+                       attrs={"commbench_version": "0.1.0"})
+    dense.to_netcdf(tmp_path / "old.nc")
+    ds = open_campaign(tmp_path / "old.nc")
+    assert ds["time"].dims == ("sample",) and ds.sizes["sample"] == int(np.isfinite(cube).sum())
+    assert ds["sample_count"].sel(library="a", size=8, launch=1).item() == 2
+    assert ds["sample_count"].sel(library="b", size=64, launch=0).item() == 0
+    expected = np.full(cube.shape[:-1], np.nan)
+    measured = np.isfinite(cube).any(axis=-1)
+    expected[measured] = np.nanmedian(cube[measured], axis=-1)
+    np.testing.assert_allclose(ds["median"].values, expected, equal_nan=True)
+    np.testing.assert_array_equal(ds.commbench.samples(library="a", placement="1N2P", kernel="pingpong.send",
+                                                       size=8, launch=1).values, cube[0, 0, 0, 1, 1, :2])
+    # A file that is commbench's but holds samples in no known layout is refused, saying so.
+    dense.rename(sample="repetition").to_netcdf(tmp_path / "odd.nc")
+    with pytest.raises(ValueError, match="odd.nc: a commbench dataset without samples in a known layout"):
+        open_campaign(tmp_path / "odd.nc")

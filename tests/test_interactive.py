@@ -63,16 +63,21 @@ def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_pat
     assert ds["library_version"].item() == result.run["library_version"].strip() != "unknown"
     assert ds["size"].values.tolist() == [8, 4096]
     assert [p.size for p in points] == [8, 4096]         # the live callback saw every point
-    times = ds["time"].sel(library=library, placement="1N2P", kernel="pingpong.send", launch=0)
-    assert (times.count("sample") >= 3).all()
-    assert float(times.max()) < 0.05 and float(times.min()) > 1e-9
+    counts = ds["sample_count"].sel(library=library, placement="1N2P", kernel="pingpong.send", launch=0)
+    assert (counts >= 3).all() and int(counts.sum()) == ds.sizes["sample"]
+    assert float(ds["time"].max()) < 0.05 and float(ds["time"].min()) > 1e-9
     assert ds["family"].item() == ("mpich" if library.startswith("mpich") else "openmpi")
 
     combined = append_to_campaign(reference, ds)
     assert combined["library"].values.tolist() == [library, f"{library} (interactive)"]
     assert combined["status"].dtype == reference["status"].dtype and combined["settled"].dtype == bool
-    np.testing.assert_array_equal(combined["time"].sel(library=f"{library} (interactive)", sample=ds["sample"]).values,
-                                  ds["time"].isel(library=0).values)
+    for size in (8, 4096):   # the interactive row's samples, each in its place in the combined ragged array
+        where = dict(placement="1N2P", kernel="pingpong.send", launch=0, size=size)
+        np.testing.assert_array_equal(
+            combined.commbench.samples(library=f"{library} (interactive)", **where).values,
+            ds.commbench.samples(library=library, **where).values)
+        np.testing.assert_array_equal(combined.commbench.samples(library=library, **where).values,
+                                      reference.commbench.samples(library=library, **where).values)
 
 
 def test_shared_library_gives_the_binary_latency(workspace, built, tmp_path):
@@ -86,7 +91,7 @@ def test_shared_library_gives_the_binary_latency(workspace, built, tmp_path):
         for _ in range(3):
             ds = run(engines, "pingpong.send", sizes=sizes, min_samples=20, max_samples=300,
                      max_point_time=0.5, rse=0.02, progress=False)
-            shared = ds["time"].isel(library=0, placement=0, kernel=0, launch=0).median("sample").values
+            shared = ds["median"].isel(library=0, placement=0, kernel=0, launch=0).values
             binary = launch(workspace, library, Placement("1N2P", 1, 2),
                             ["pingpong.send", "--sizes", ",".join(map(str, sizes)), *precision], tmp_path)
             assert binary.status == "ok"
@@ -100,7 +105,7 @@ def test_failed_kernel_is_a_failed_launch_and_engines_survive(workspace, built):
     with start_engines(LIBRARIES[1], "1N2P", workspace, activate=False) as engines:
         # rma.put with lock synchronisation has no integrity mode: the harness refuses it at set-up.
         ds = run(engines, "rma.put", sizes=[8], sync="lock", integrity=True, progress=False)
-        assert ds["status"].item() == "failed" and ds["time"].isnull().all()
+        assert ds["status"].item() == "failed" and ds.sizes["sample"] == 0 and (ds["sample_count"] == 0).all()
         ds = run(engines, "pingpong.send", progress=False, **QUICK)   # MPI still usable after the error
         assert ds["status"].item() == "ok"
         pids = engines.pids

@@ -366,7 +366,7 @@ def _fit_structure(x, y, sigma, packets, height, threshold, max_segments, min_se
 
 
 def detect(sizes, times, threshold: float = 6.0, max_segments: int = 5,
-           min_segment_sizes: int = 3) -> pd.DataFrame:
+           min_segment_sizes: int = 3, counts=None) -> pd.DataFrame:
     """Findings of one curve, one row each; an empty table (with the columns) when there are none.
 
     Columns: kind (packet_steps, protocol_switch, alignment, spike); size (bytes
@@ -380,7 +380,7 @@ def detect(sizes, times, threshold: float = 6.0, max_segments: int = 5,
     bandwidth_before_Bps and bandwidth_after_Bps (switches). Columns that do not
     apply to a kind are NaN.
     """
-    curve = reduce_curve(sizes, times)
+    curve = reduce_curve(sizes, times, counts)
     if curve.sizes.size < MIN_SIZES:
         return empty_table()
     x, y = curve.sizes.astype(float), curve.median_s

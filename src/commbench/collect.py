@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from datetime import datetime, timezone
 
@@ -15,9 +16,9 @@ from . import dataset  # noqa: F401  (registers ds.commbench on the datasets bui
 from .campaign import Campaign
 from .provenance import cpu_model, git_commit, os_description, source_hash
 from .raw import LaunchResult, RawFileError, read_raw
+from .samples import POINT_DIMS, STAT_COORDS, PointStatistics, point_statistics, start_variable
 
 RUN_DIMS = ("library", "placement", "kernel", "launch")
-POINT_DIMS = ("library", "placement", "kernel", "size", "launch")
 
 
 def read_all(paths, on_error: str = "raise", log=sys.stderr) -> tuple[list[LaunchResult], list[RawFileError]]:
@@ -38,29 +39,75 @@ def _index(values: list) -> dict:
     return {value: i for i, value in enumerate(values)}
 
 
-def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: dict[str, dict],
-                  builds: dict[str, dict], refused: list[RawFileError] = ()) -> xr.Dataset:
-    """The campaign dataset: every sample of every launch, NaN where a run has no such sample.
+class _MemorySamples:
+    """Samples kept in memory (interactive runs, tests): any order in, RAGGED_ORDER out; a point
+    given twice keeps its last samples."""
 
-    `libraries` and `builds` map an MPI installation name to its library.json and
-    build.json records. Cells of failed or refused launches keep status and NaN times.
+    def __init__(self):
+        self.points: dict[tuple, np.ndarray] = {}
+
+    def add(self, key: tuple, samples: np.ndarray) -> None:
+        self.points[key] = samples
+
+    def array(self) -> np.ndarray:
+        return np.concatenate([self.points[k] for k in sorted(self.points)]) if self.points else np.empty(0)
+
+
+class _FileSamples:
+    """Samples appended to a binary file (float64) as they are read, so that collecting holds one
+    launch's samples at a time; they must come in RAGGED_ORDER, as a campaign's raw files do."""
+
+    def __init__(self, path):
+        self.path, self.last, self.count = Path(path), None, 0
+        self.file = open(self.path, "wb")
+
+    def add(self, key: tuple, samples: np.ndarray) -> None:
+        if self.last is not None and key <= self.last:
+            raise ValueError(f"samples of point {key} came after {self.last}: raw files must be collected "
+                             f"in the campaign's order")
+        self.last = key
+        np.asarray(samples, dtype=np.float64).tofile(self.file)
+        self.count += len(samples)
+
+    def array(self) -> np.ndarray:
+        self.file.close()
+        return np.memmap(self.path, dtype=np.float64, mode="r", shape=(self.count,)) if self.count else np.empty(0)
+
+
+def stream_raw(paths, refused: list, log=sys.stderr):
+    """The raw files read one at a time (for build_dataset, which keeps only statistics), refused
+    ones appended to `refused`; a light copy of each result (its launch record, no points) is
+    kept in the returned list once the generator is exhausted, for failures()."""
+    seen: list[LaunchResult] = []
+
+    def results():
+        for path in paths:
+            try:
+                result = read_raw(path)
+            except RawFileError as error:
+                print(f"refused: {error}", file=log)
+                refused.append(error)
+                continue
+            yield result
+            seen.append(LaunchResult(path=result.path, launch=result.launch))
+    return results(), seen
+
+
+def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries: dict[str, dict],
+                  builds: dict[str, dict], refused: list[RawFileError] = (), samples_file=None) -> xr.Dataset:
+    """The campaign dataset: every sample of every launch as a ragged array (commbench.samples), with
+    per-point statistics and the launches' records over dense axes.
+
+    `results` may be a generator: each is read once and only its statistics are kept; the samples go
+    to memory, or to `samples_file` (then `time` is a memory map of it, and the results must come in
+    the campaign's order). `libraries` and `builds` map an MPI installation name to its library.json
+    and build.json records. Cells of failed or refused launches keep their status and no samples.
     """
     lib_names, placements, kernels = campaign.libraries, campaign.placements, campaign.kernels
     launches = list(range(campaign.launches))
-    ok = [r for r in results if r.status == "ok"]
-    sizes = sorted({p.size for r in ok for p in r.points})
-    max_samples = max((len(p.samples) for r in ok for p in r.points), default=0)
-    li, pi, ki, si = _index(lib_names), _index(placements), _index(kernels), _index(sizes)
-
+    li, pi, ki = _index(lib_names), _index(placements), _index(kernels)
+    sink = _FileSamples(samples_file) if samples_file else _MemorySamples()
     run_shape = (len(lib_names), len(placements), len(kernels), len(launches))
-    point_shape = (len(lib_names), len(placements), len(kernels), len(sizes), len(launches))
-    time = np.full(point_shape + (max_samples,), np.nan)
-    settled = np.zeros(point_shape, dtype=bool)
-    rse = np.full(point_shape, np.nan)
-    iters = np.zeros(point_shape, dtype=np.int64)
-    errors = np.full(point_shape, np.nan)
-    position = np.full(point_shape, -1, dtype=np.int64)
-    subtracted = np.full(point_shape, np.nan)
     status = np.full(run_shape, "missing", dtype=object)
     for p_name in placements:
         for k_name in kernels:
@@ -75,6 +122,9 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
     kernel_info = np.full(run_shape, "", dtype=object)
     version = {name: "" for name in lib_names}
     metric = {name: "" for name in kernels}
+    all_hosts: set[str] = set()
+    measured_on: dict[str, tuple[str, bool]] = {}   # placement -> (transport, emulated) its launches recorded
+    batches = []   # per ok launch: (cell, sizes, per-point records, statistics); the size axis comes last
 
     for result in results:
         meta = result.launch
@@ -89,21 +139,43 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         if result.status != "ok":
             reason[cell] = meta.get("reason", "")
             continue
+        if "transport" in meta:
+            measured_on[meta["placement"]] = (meta["transport"], bool(meta["emulated"]))
         run = result.run
         resolution[cell] = run["timer_resolution_s"]
         overhead[cell] = run["harness_overhead_s"]
         hosts[cell] = ",".join(run["hosts"])
+        all_hosts.update(run["hosts"])
         binding[cell] = " ".join(run.get("cpu_binding", []))
         kernel_info[cell] = json.dumps(run.get("kernel_info", {}), sort_keys=True)
         version[meta["library"]] = version[meta["library"]] or run["library_version"].strip()
         metric[meta["kernel"]] = run.get("metric", "")
-        for order, point in enumerate(result.points):
-            at = cell[:3] + (si[point.size], cell[3])
-            position[at] = order
-            subtracted[at] = point.subtracted_s
-            time[at + (slice(0, len(point.samples)),)] = point.samples
-            settled[at], rse[at], iters[at] = point.settled, point.rse, point.iters_per_sample
-            errors[at] = np.nan if point.errors is None else point.errors
+        points = sorted(enumerate(result.points), key=lambda item: item[1].size)   # RAGGED_ORDER: by size
+        for _, point in points:
+            sink.add(cell + (point.size,), point.samples)
+        records = np.array([(order, p.settled, p.rse, p.iters_per_sample,
+                             np.nan if p.errors is None else p.errors, p.subtracted_s) for order, p in points],
+                           dtype=float).reshape(-1, 6)
+        batches.append((cell, np.array([p.size for _, p in points], dtype=np.int64), records,
+                        point_statistics([p.samples for _, p in points])))
+
+    sizes = sorted({int(size) for _, point_sizes, _, _ in batches for size in point_sizes})
+    si = _index(sizes)
+    point_shape = (len(lib_names), len(placements), len(kernels), len(sizes), len(launches))
+    settled = np.zeros(point_shape, dtype=bool)
+    rse = np.full(point_shape, np.nan)
+    iters = np.zeros(point_shape, dtype=np.int64)
+    errors = np.full(point_shape, np.nan)
+    position = np.full(point_shape, -1, dtype=np.int64)
+    subtracted = np.full(point_shape, np.nan)
+    stats = PointStatistics(point_shape)
+    for cell, point_sizes, records, computed in batches:
+        n = len(point_sizes)
+        at = (np.full(n, cell[0]), np.full(n, cell[1]), np.full(n, cell[2]),
+              np.array([si[int(size)] for size in point_sizes], dtype=np.int64), np.full(n, cell[3]))
+        position[at], settled[at], rse[at] = records[:, 0], records[:, 1].astype(bool), records[:, 2]
+        iters[at], errors[at], subtracted[at] = records[:, 3], records[:, 4], records[:, 5]
+        stats.put_computed(np.stack(at, axis=1), computed)
     for error in refused:
         # A refused file still names its cell when its launch record can be read.
         try:
@@ -116,11 +188,7 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
     placement_specs = [campaign.placement(name) for name in placements]
     # (transport, emulated) per placement: what its launches recorded, else what one host does.
     measured_on = {name: ("tcp" if spec["nodes"] > 1 else "shm", spec["nodes"] > 1)
-                   for name, spec in zip(placements, placement_specs)}
-    for result in results:
-        meta = result.launch
-        if result.status == "ok" and meta.get("placement") in measured_on and "transport" in meta:
-            measured_on[meta["placement"]] = (meta["transport"], bool(meta["emulated"]))
+                   for name, spec in zip(placements, placement_specs)} | measured_on
     mpi = [campaign.mpi_of(name) for name in lib_names]
     coords = {
         "library": lib_names,
@@ -128,7 +196,7 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         "kernel": kernels,
         "size": ("size", np.array(sizes, dtype=np.int64), {"units": "bytes"}),
         "launch": launches,
-        "sample": np.arange(max_samples),
+        **STAT_COORDS,
         "nodes": ("placement", [p["nodes"] for p in placement_specs]),
         "ppn": ("placement", [p["ppn"] for p in placement_specs]),
         "nprocs": ("placement", [p["nodes"] * p["ppn"] for p in placement_specs]),
@@ -160,8 +228,10 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         "metric": ("kernel", [metric[name] for name in kernels]),
     }
     data_vars = {
-        "time": (POINT_DIMS + ("sample",), time,
-                 {"units": "s", "long_name": "time per sample (see the kernel's metric)"}),
+        "time": ("sample", sink.array(), {"units": "s", "long_name": "time per sample (see the kernel's metric); "
+                                                                  "a ragged array, see sample_count"}),
+        **stats.variables(),
+        **start_variable(stats.values["sample_count"]),
         "settled": (POINT_DIMS, settled, {"long_name": "relative standard error reached its target"}),
         "rse": (POINT_DIMS, rse, {"long_name": "relative standard error of the mean"}),
         "iters_per_sample": (POINT_DIMS, iters, {"long_name": "iterations timed together in one sample"}),
@@ -183,7 +253,6 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
                                                                          "set-up (JSON), e.g. MPI-IO hints"}),
     }
     flags = sorted({b["cflags"] for b in builds.values() if "cflags" in b})
-    all_hosts = sorted({h for r in ok for h in r.run["hosts"]})
     attrs = {
         "campaign": campaign.name,
         "campaign_file": campaign.source,
@@ -196,7 +265,7 @@ def build_dataset(campaign: Campaign, results: list[LaunchResult], libraries: di
         "build_warnings": json.dumps({m: builds[m].get("warnings", []) for m in sorted(builds)
                                       if builds[m].get("warnings")}),
         "compiler_flags": " | ".join(flags),
-        "hosts": ",".join(all_hosts),
+        "hosts": ",".join(sorted(all_hosts)),
         "cpu_model": cpu_model(),
         "os": os_description(),
         "timer_resolution_s": float(np.nanmin(resolution)) if np.isfinite(resolution).any() else np.nan,
@@ -261,11 +330,29 @@ def write_failures(entries: list[dict], path) -> None:
     tmp.replace(path)
 
 
+SAMPLES_CHUNK = 1 << 22   # samples copied into the file at a time (32 MiB)
+
+
 def write_dataset(ds: xr.Dataset, path) -> None:
-    """netCDF4 with compression; written beside the target first so a reader never sees half a file."""
+    """netCDF4 with compression, written beside the target first so a reader never sees half a
+    file. The ragged samples are copied in chunks, so a dataset whose samples are a memory map
+    (collect's streaming) is written without holding them all in memory."""
+    import netCDF4
+
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    encoding = {name: {"zlib": True, "complevel": 4} for name, var in ds.data_vars.items()
+    rest = ds.drop_vars("time")
+    encoding = {name: {"zlib": True, "complevel": 4} for name, var in rest.data_vars.items()
                 if var.dtype.kind == "f"}
-    ds.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
+    rest.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
+    time = ds["time"]
+    count = time.sizes["sample"]
+    with netCDF4.Dataset(tmp, "a") as nc:
+        nc.createDimension("sample", count or None)
+        variable = nc.createVariable("time", "f8", ("sample",), zlib=True, complevel=1, shuffle=True,
+                                     chunksizes=(min(max(count, 1), 1 << 20),))
+        variable.setncatts(time.attrs)
+        values = time.data            # a memory map stays one: only each chunk is read
+        for start in range(0, count, SAMPLES_CHUNK):
+            variable[start:start + SAMPLES_CHUNK] = np.asarray(values[start:start + SAMPLES_CHUNK], dtype=np.float64)
     tmp.replace(path)

@@ -1,4 +1,9 @@
-"""Opening a campaign dataset, and the `ds.commbench` accessor."""
+"""Opening a campaign dataset, and the `ds.commbench` accessor.
+
+Samples are a ragged array (commbench.samples); figures, tables, fits and comparisons read
+the per-point statistics, and only ask for samples (`ds.commbench.samples(...)`, one curve at
+a time for the fits) where the statistics do not suffice.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +12,44 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-CURVE_DIMS = ("library", "placement", "kernel")
+from .samples import CURVE_DIMS, POINT_DIMS, curve_cube, curve_slice, from_cube, is_ragged, start_variable
 
 
 def open_campaign(path) -> xr.Dataset:
-    """Opens results/<campaign>/<campaign>.nc (or a results/<campaign> folder) into memory."""
+    """Opens results/<campaign>/<campaign>.nc (or a results/<campaign> folder). Everything but the
+    samples is loaded; the samples stay on disk and are read where asked for. A dataset written
+    before samples were ragged (a dense `time` with a `sample` dim per point) is converted."""
     path = Path(path)
     if path.is_dir():
         path = path / f"{path.name}.nc"
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such campaign dataset (make campaign writes results/<campaign>/<campaign>.nc)")
-    with xr.open_dataset(path) as ds:
-        ds = ds.load()
+    ds = xr.open_dataset(path)
     if "commbench_version" not in ds.attrs:
+        ds.close()
         raise ValueError(f"{path}: not a commbench dataset (no commbench_version attribute)")
-    return ds
+    if "time" not in ds or ds["time"].dims not in (("sample",), POINT_DIMS + ("sample",)):
+        ds.close()
+        raise ValueError(f"{path}: a commbench dataset without samples in a known layout (time over "
+                         f"{ds['time'].dims if 'time' in ds else 'nothing'}); recollect it from its raw files")
+    if not is_ragged(ds):
+        with ds:
+            return ragged(ds.load())
+    return ds.drop_vars("time").load().assign(time=ds["time"])
+
+
+def ragged(ds: xr.Dataset) -> xr.Dataset:
+    """A dataset with a dense `time` (POINT_DIMS + sample, NaN where absent), as older campaigns and
+    synthetic cubes have it, in the ragged layout with per-point statistics."""
+    from .samples import STAT_COORDS
+
+    samples, stats = from_cube(ds["time"])
+    out = ds.drop_vars(["time"] + [name for name in ("sample",) if name in ds.coords])
+    out = out.assign_coords({name: values for name, values in STAT_COORDS.items()})
+    out = out.assign(stats.variables()).assign(start_variable(stats.values["sample_count"]))
+    out["time"] = ("sample", samples, {**ds["time"].attrs, "long_name": "time per sample; a ragged array, "
+                                                                         "see sample_count"})
+    return out
 
 
 @xr.register_dataset_accessor("commbench")
@@ -32,12 +60,35 @@ class CommbenchAccessor:
         self._ds = ds
 
     def summary(self, ci: bool = True, n_boot: int = 1000, seed: int = 0) -> xr.Dataset:
-        """Per point, over all samples of all launches: median, mean, min, interquartile mean,
-        count, bandwidth (size / median, B/s) and, with ci, 95% bootstrap intervals of the mean
-        over samples (`mean_ci_samples`) and over launches (`mean_ci_launches`)."""
-        from .stats import summarize
+        """Per point over its launches, from the per-point statistics: median (of the launches'
+        medians: the launch is the experimental unit), mean and interquartile mean (over all samples),
+        min, count, bandwidth (size / median, B/s), quantiles pooled approximately (median over
+        launches of each quantile) and, with ci, 95% intervals of the mean over samples
+        (`mean_ci_samples`, normal) and over launches (`mean_ci_launches`, bootstrap of the
+        launches' means)."""
+        from .stats import summarize_points
 
-        return summarize(self._ds["time"], self._ds["size"], ci=ci, n_boot=n_boot, seed=seed)
+        return summarize_points(self._ds, ci=ci, n_boot=n_boot, seed=seed)
+
+    def samples(self, **labels) -> xr.DataArray:
+        """The samples of one point (labels for every point dim), or of one curve (library,
+        placement, kernel) as a (size, launch, sample) array NaN-padded: read from disk, only these."""
+        ds = self._ds
+        missing = [dim for dim in CURVE_DIMS if dim not in labels]
+        unknown = sorted(set(labels) - set(POINT_DIMS))
+        if missing or unknown:
+            raise ValueError(f"samples(): give library, placement and kernel (and size and launch for one point); "
+                             f"missing {missing}, unknown {unknown}")
+        cell = tuple(int(np.flatnonzero(ds[dim].values == labels[dim])[0]) for dim in CURVE_DIMS)
+        counts, starts, values = curve_slice(ds, cell)
+        cube = curve_cube(counts, starts, values, limit=None, sort=False)
+        curve = xr.DataArray(cube, dims=("size", "launch", "sample"),
+                             coords={"size": ds["size"].values, "launch": ds["launch"].values},
+                             attrs=ds["time"].attrs)
+        if "size" in labels or "launch" in labels:
+            point = curve.sel({d: labels[d] for d in ("size", "launch") if d in labels})
+            return point.dropna("sample", how="all") if point.ndim == 1 else point
+        return curve
 
     def failed_runs(self):
         """A table of the (library, placement, kernel, launch) cells whose launch gave no data, with
@@ -56,16 +107,18 @@ class CommbenchAccessor:
         return table.astype({"errors": "int64"})
 
     def _curves(self):
-        """Every (library, placement, kernel) with any data: its position, labels, sizes (bytes) and
-        times shaped (n_sizes, n_launches, n_samples), the sizes it never measured dropped."""
-        time = self._ds["time"].transpose(*CURVE_DIMS, "size", "launch", "sample")
-        sizes, values = self._ds["size"].values, time.values
-        for cell in np.ndindex(values.shape[:3]):
-            cube = values[cell]
-            measured = np.isfinite(cube).any(axis=(1, 2))
-            if measured.any():
-                labels = {dim: time[dim].values[i] for dim, i in zip(CURVE_DIMS, cell)}
-                yield cell, labels, sizes[measured], cube[measured]
+        """Every (library, placement, kernel) with any data: its position, labels, sizes (bytes),
+        sample cubes (n_sizes, n_launches, m) of at most commbench.samples.CUBE_SAMPLES order
+        statistics per point, and the true sample counts (n_sizes, n_launches); the sizes it never
+        measured dropped. One curve's samples are read at a time."""
+        ds = self._ds
+        measured_curves = ds["sample_count"].transpose(*POINT_DIMS).values.any(axis=(3, 4))
+        sizes = ds["size"].values
+        for cell in zip(*np.nonzero(measured_curves)):
+            counts, starts, values = curve_slice(ds, cell)
+            measured = counts.any(axis=1)
+            labels = {dim: ds[dim].values[i] for dim, i in zip(CURVE_DIMS, cell)}
+            yield cell, labels, sizes[measured], curve_cube(counts, starts, values)[measured], counts[measured]
 
     def fit(self, model: str, **options) -> xr.Dataset:
         """Fits `model` ("hockney", "piecewise" or "packet", see commbench.models) to every curve.
@@ -81,9 +134,9 @@ class CommbenchAccessor:
         if model not in FITS:
             raise ValueError(f"unknown model {model!r}; known: {', '.join(FITS)}")
         results = {}
-        for cell, _, sizes, times in self._curves():
+        for cell, _, sizes, times, counts in self._curves():
             try:
-                results[cell] = FITS[model](sizes, times, **options).variables()
+                results[cell] = FITS[model](sizes, times, counts=counts, **options).variables()
             except ValueError:
                 continue  # too few sizes for this model: the curve stays NaN
         return self._stack(results, model)
@@ -116,8 +169,8 @@ class CommbenchAccessor:
 
         from .anomalies import COLUMNS, detect, empty_table
 
-        tables = [detect(sizes, times, **options).assign(**labels)
-                  for _, labels, sizes, times in self._curves()]
+        tables = [detect(sizes, times, counts=counts, **options).assign(**labels)
+                  for _, labels, sizes, times, counts in self._curves()]
         tables = [table for table in tables if len(table)]
         if not tables:
             empty = empty_table()

@@ -87,13 +87,11 @@ class ReportData:
     def points(self) -> pd.DataFrame:
         """One row per measured point: labels, placement shape, median time with its 95%
         interval over launches (over samples with one launch), bandwidth in MB/s."""
-        from .stats import bootstrap_ci, mean, median
-
         ds = self.ds
+        summary = ds.commbench.summary(n_boot=self.n_boot)
         # Between launches where there are several (usually the wider interval), else between samples.
-        over = "launch" if ds.sizes["launch"] > 1 else "sample"
-        interval = bootstrap_ci(ds["time"], over=over, n_boot=self.n_boot)
-        frame = xr.Dataset({"median_s": median(ds["time"]), "mean_s": mean(ds["time"]),
+        interval = summary["mean_ci_launches" if ds.sizes["launch"] > 1 else "mean_ci_samples"]
+        frame = xr.Dataset({"median_s": summary["median"], "mean_s": summary["mean"],
                             "ci_low_s": interval.sel(bound="low", drop=True),
                             "ci_high_s": interval.sel(bound="high", drop=True)}).to_dataframe().reset_index()
         frame = frame.dropna(subset=["median_s"])

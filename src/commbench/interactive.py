@@ -36,6 +36,7 @@ import xarray as xr
 
 from .campaign import Campaign, validate_campaign
 from .collect import build_dataset
+from .samples import POINT_DIMS, ragged_positions, start_variable
 from .launcher import (RAW_SCHEMA, Placement, emulated_network_env, plan_launch, read_complete_output,
                        write_raw_file)
 from .libraries import engine_python
@@ -504,8 +505,8 @@ def run(engines: Engines, kernel: str, sizes=None, *, launches: int = 1, shuffle
 
 
 # What a cell holds where a dataset has no such library, placement, kernel, size or launch.
-_FILL = {"status": "missing", "settled": False, "iters_per_sample": 0, "position": -1,
-         "started": "", "hosts": "", "cpu_binding": "", "kernel_info": ""}
+_FILL = {"status": "missing", "settled": False, "iters_per_sample": 0, "position": -1, "sample_count": 0,
+         "started": "", "hosts": "", "cpu_binding": "", "kernel_info": "", "reason": ""}
 
 
 def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None = None) -> xr.Dataset:
@@ -520,10 +521,12 @@ def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None
     label = library or f"{ds['library'].item()} (interactive)"
     if label in campaign["library"].values:
         raise ValueError(f"library {label!r} is already in the campaign dataset; give another label")
-    parts = [campaign, ds.assign_coords(library=[label])]
-    union = {d: (np.union1d(campaign[d].values, ds[d].values) if d in ("size", "launch", "sample")
+    sources = [campaign, ds.assign_coords(library=[label])]
+    # The ragged samples are rebuilt for the combined axes below; the rest is reindexed.
+    parts = [part.drop_vars(["time", "sample_start"]) for part in sources]
+    union = {d: (np.union1d(campaign[d].values, ds[d].values) if d in ("size", "launch")
                  else list(dict.fromkeys([*campaign[d].values.tolist(), *ds[d].values.tolist()])))
-             for d in ("placement", "kernel", "size", "launch", "sample")}
+             for d in ("placement", "kernel", "size", "launch")}
     # Coordinates along placement and kernel: the campaign's where it knows the entry, else ds's.
     axis_coords = {}
     for dim in ("placement", "kernel"):
@@ -538,9 +541,28 @@ def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None
                          compat="equals", combine_attrs="override")
     combined = combined.assign_coords(axis_coords)
     combined["size"].attrs = campaign["size"].attrs
+    combined = combined.assign(_merged_samples(combined, sources))
     appended = json.loads(campaign.attrs.get("appended", "[]"))
     combined.attrs["appended"] = json.dumps(appended + [{"library": label, "created": ds.attrs.get("created", "")}])
     return combined
+
+
+def _merged_samples(combined: xr.Dataset, sources: list[xr.Dataset]) -> dict:
+    """`time` and `sample_start` for `combined`, whose points (and sample counts) come from
+    `sources`: each point's samples copied from its source, in the combined dataset's order."""
+    counts = combined["sample_count"].transpose(*POINT_DIMS).values
+    starts = ragged_positions(counts)
+    time = np.empty(int(counts.sum()))
+    for source in sources:
+        position = [{label: i for i, label in enumerate(combined[dim].values.tolist())} for dim in POINT_DIMS]
+        source_counts = source["sample_count"].transpose(*POINT_DIMS).values
+        source_starts = source["sample_start"].transpose(*POINT_DIMS).values
+        values = np.asarray(source["time"].values)
+        for index in zip(*np.nonzero(source_counts)):
+            at = tuple(position[d][source[dim].values[i].item()] for d, (dim, i) in enumerate(zip(POINT_DIMS, index)))
+            n, start = int(source_counts[index]), int(source_starts[index])
+            time[starts[at]:starts[at] + n] = values[start:start + n]
+    return {"time": ("sample", time, sources[0]["time"].attrs), **start_variable(counts)}
 
 
 def _reindex_filled(ds: xr.Dataset, union: dict) -> xr.Dataset:

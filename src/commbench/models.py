@@ -63,18 +63,27 @@ class Curve:
     sorted_samples_s: np.ndarray # (n_sizes, n_launches, n_samples), ascending, NaN last
     median_rel_se: np.ndarray    # relative standard error of median_s, from the spread of the samples
     has_launch_axis: bool
+    # (n_sizes, n_launches): samples each point really had, where the cube keeps only evenly spaced
+    # order statistics of large points (commbench.samples.curve_cube); None: the cube holds them all.
+    counts: np.ndarray | None = None
 
     @property
     def n_launches(self) -> int:
         return self.launch_median_s.shape[1]
 
     @property
-    def sample_counts(self) -> np.ndarray:
+    def stored_counts(self) -> np.ndarray:
         return np.isfinite(self.sorted_samples_s).sum(axis=2)
 
+    @property
+    def sample_counts(self) -> np.ndarray:
+        return self.stored_counts if self.counts is None else self.counts
 
-def reduce_curve(sizes, times) -> Curve:
-    """Per-size medians (and what their uncertainty needs) of one curve; see the module doc for shapes."""
+
+def reduce_curve(sizes, times, counts=None) -> Curve:
+    """Per-size medians (and what their uncertainty needs) of one curve; see the module doc for shapes.
+    `counts` (n_sizes, n_launches), with a 3-D `times`: how many samples each point really had, where
+    `times` holds only evenly spaced order statistics of some points (uncertainties follow the counts)."""
     sizes = np.asarray(sizes)
     times = np.asarray(times, dtype=float)
     if sizes.ndim != 1:
@@ -96,15 +105,17 @@ def reduce_curve(sizes, times) -> Curve:
     if np.any(np.diff(kept_sizes) == 0):
         raise ValueError("sizes must be distinct")
     cube = cube[with_data][order]
+    if counts is not None:
+        counts = np.asarray(counts, dtype=np.int64).reshape(times.shape[:2])[with_data][order]
     launch_median = quiet_nanmedian(cube, axis=2)
     median = quiet_nanmedian(launch_median, axis=1)
     pooled = cube.reshape(cube.shape[0], -1)
-    counts = np.isfinite(pooled).sum(axis=1)
+    n_pooled = np.isfinite(pooled).sum(axis=1) if counts is None else counts.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rel_se = MEDIAN_EFFICIENCY * robust_sd(pooled, axis=1) / np.sqrt(counts) / median
+        rel_se = MEDIAN_EFFICIENCY * robust_sd(pooled, axis=1) / np.sqrt(n_pooled) / median
     return Curve(sizes=kept_sizes, median_s=median, launch_median_s=launch_median,
                  sorted_samples_s=np.sort(cube, axis=2), median_rel_se=rel_se,
-                 has_launch_axis=times.ndim == 3)
+                 has_launch_axis=times.ndim == 3, counts=counts)
 
 
 # --------------------------------------------------------------------------- lines
@@ -210,13 +221,18 @@ def _bootstrap_medians(curve: Curve, n_boot: int, rng: np.random.Generator) -> n
     counts = curve.sample_counts[:, launches]                       # (n_sizes, n_boot, n_launches)
     z = rng.standard_normal(counts.shape)
     j = np.clip(np.rint((counts - 1) / 2 + np.sqrt(counts) / 2 * z), 0, np.maximum(counts - 1, 0))
+    # Where the cube keeps fewer order statistics than the point had, the j-th of n is the one at
+    # the same rank fraction among those kept.
+    stored = curve.stored_counts[:, launches]
+    j = np.where(stored < counts, np.rint(j * (stored - 1) / np.maximum(counts - 1, 1)), j)
     size_index = np.arange(n_sizes)[:, None, None]
     medians = curve.sorted_samples_s[size_index, launches[None], j.astype(int)]
     medians = np.where(counts > 0, medians, np.nan)
     return quiet_nanmedian(medians, axis=2).T
 
 
-def fit_hockney(sizes, times, confidence: float = 0.95, n_boot: int = 400, seed: int = 0) -> HockneyFit:
+def fit_hockney(sizes, times, confidence: float = 0.95, n_boot: int = 400, seed: int = 0,
+                counts=None) -> HockneyFit:
     """Latency and bandwidth of T = latency + size / bandwidth, with bootstrap intervals.
 
     With a launch axis, launches are resampled as well as samples, because the
@@ -225,7 +241,7 @@ def fit_hockney(sizes, times, confidence: float = 0.95, n_boot: int = 400, seed:
     0.3%, 95% intervals held the true latency 82% of the time with 3 launches and
     92% with 5 (with no launch shifts, all the time).
     """
-    curve = reduce_curve(sizes, times)
+    curve = reduce_curve(sizes, times, counts)
     if curve.sizes.size < 3:
         raise ValueError(f"fit_hockney needs at least 3 sizes with data, got {curve.sizes.size}")
     x, y = curve.sizes.astype(float), curve.median_s
@@ -482,9 +498,9 @@ class PiecewiseFit:
         }
 
 
-def fit_piecewise(sizes, times, max_segments: int = 5, min_segment_sizes: int = 3) -> PiecewiseFit:
+def fit_piecewise(sizes, times, max_segments: int = 5, min_segment_sizes: int = 3, counts=None) -> PiecewiseFit:
     """Exact segmented least squares of the per-size medians; the segment count chosen by BIC."""
-    curve = reduce_curve(sizes, times)
+    curve = reduce_curve(sizes, times, counts)
     if curve.sizes.size < min_segment_sizes:
         raise ValueError(f"fit_piecewise needs at least {min_segment_sizes} sizes with data, "
                          f"got {curve.sizes.size}")
@@ -705,14 +721,14 @@ def best_packets(x, y, w, baseline=None, max_candidates: int = 2000, max_pairs: 
         span = fine_step
 
 
-def fit_packet(sizes, times, max_candidates: int = 2000) -> PacketFit:
+def fit_packet(sizes, times, max_candidates: int = 2000, counts=None) -> PacketFit:
     """Packet payload, header, per-packet overhead, latency and bandwidth of the packet model.
 
     The payload is searched over integers (all of them, or a fine geometric grid
     refined to integers when the range is wide), with the header; for each pair
     the rest of the model is linear and solved exactly, so the search is global.
     """
-    curve = reduce_curve(sizes, times)
+    curve = reduce_curve(sizes, times, counts)
     x, y = curve.sizes.astype(float), curve.median_s
     w = 1 / y ** 2
     found = best_packets(x, y, w, max_candidates=max_candidates) if x.size >= 6 else None

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 KNOWN_SCHEMAS = {1}
 
 
@@ -28,7 +30,7 @@ class RawFileError(ValueError):
 @dataclass
 class Point:
     size: int
-    samples: list[float]
+    samples: np.ndarray          # seconds, float64
     iters_per_sample: int
     settled: bool
     rse: float
@@ -121,12 +123,10 @@ def _point(record: dict, path, number: int) -> Point:
         raise RawFileError(path, number, f"size must be a non-negative integer, got {size!r}")
     if not isinstance(samples, list) or not samples:
         raise RawFileError(path, number, "point record has no samples")
-    times = []
-    for value in samples:
-        time = _finite(value)
-        if time is None or time <= 0:
-            raise RawFileError(path, number, f"sample {value!r} at size {size} is not a finite positive time")
-        times.append(time)
+    times = _sample_times(samples)
+    if times is None:
+        bad = next(value for value in samples if (time := _finite(value)) is None or time <= 0)
+        raise RawFileError(path, number, f"sample {bad!r} at size {size} is not a finite positive time")
     if not _is_int(iters) or iters < 1:
         raise RawFileError(path, number, f"iters_per_sample must be a positive integer, got {iters!r}")
     settled = record.get("settled", False)
@@ -145,6 +145,18 @@ def _point(record: dict, path, number: int) -> Point:
                  # The kernel writes -1 where the error is undefined (a single sample).
                  rse=math.nan if rse is None or rse < 0 else float(rse), errors=errors,
                  subtracted_s=math.nan if subtracted is None else float(subtracted))
+
+
+def _sample_times(samples: list) -> np.ndarray | None:
+    """The samples as float64 seconds, or None when any is not a finite positive JSON number.
+    Vectorised: a campaign holds hundreds of millions of samples."""
+    if not set(map(type, samples)) <= {float, int}:      # bools, strings, null, lists...
+        return None
+    try:
+        times = np.asarray(samples, dtype=np.float64)
+    except OverflowError:                                # an integer too large for a double
+        return None
+    return times if np.isfinite(times).all() and (times > 0).all() else None
 
 
 def _reject_constant(name: str):

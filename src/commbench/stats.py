@@ -72,18 +72,21 @@ def bootstrap_ci(time: xr.DataArray, over: str = "sample", confidence: float = 0
         values = time.mean("sample").rename(launch="_pool")
     else:
         raise ValueError(f"over must be 'sample' or 'launch', got {over!r}")
+    result = _bootstrap_over_pool(values, confidence, n_boot, seed)
+    result.attrs = {"long_name": f"{confidence:.0%} bootstrap interval of the mean, over {over}s",
+                    "units": time.attrs.get("units", "s")}
+    return result
+
+
+def _bootstrap_over_pool(values: xr.DataArray, confidence: float, n_boot: int, seed: int) -> xr.DataArray:
+    """Percentile bootstrap interval of the mean over the `_pool` dim, per cell of the others."""
     rng = np.random.default_rng(seed)
     keep = [d for d in values.dims if d != "_pool"]
     flat = values.transpose(*keep, "_pool").values.reshape(-1, values.sizes["_pool"])
     bounds = np.array([_bootstrap_mean_interval(row, n_boot, confidence, rng) for row in flat])
     shape = [values.sizes[d] for d in keep] + [2]
-    coords = {name: coord for name, coord in time.coords.items()
-              if set(coord.dims) <= set(keep)}
-    result = xr.DataArray(bounds.reshape(shape), dims=keep + ["bound"],
-                          coords={**coords, "bound": ["low", "high"]})
-    result.attrs = {"long_name": f"{confidence:.0%} bootstrap interval of the mean, over {over}s",
-                    "units": time.attrs.get("units", "s")}
-    return result
+    coords = {name: coord for name, coord in values.coords.items() if set(coord.dims) <= set(keep)}
+    return xr.DataArray(bounds.reshape(shape), dims=keep + ["bound"], coords={**coords, "bound": ["low", "high"]})
 
 
 def summarize(time: xr.DataArray, sizes: xr.DataArray | None = None, ci: bool = True,
@@ -107,3 +110,62 @@ def _summarize(time, sizes, ci, n_boot, seed) -> xr.Dataset:
         out["mean_ci_samples"] = bootstrap_ci(time, over="sample", n_boot=n_boot, seed=seed)
         out["mean_ci_launches"] = bootstrap_ci(time, over="launch", n_boot=n_boot, seed=seed)
     return out
+
+
+# ----------------------------------------------------------------------------- from point statistics
+
+def summarize_points(ds: xr.Dataset, ci: bool = True, n_boot: int = 1000, seed: int = 0,
+                     confidence: float = 0.95) -> xr.Dataset:
+    """summarize() of a ragged dataset, from its per-point statistics alone (no sample is read).
+
+    Over a point's launches: median = median of the launches' medians (the launch is the
+    experimental unit; with one launch, the sample median); mean and interquartile mean over
+    all samples (the launches' values weighted by their counts); min; count; bandwidth = size /
+    median; quantiles = median over launches of each launch's quantile. Intervals of the mean:
+    over samples, normal (mean -+ z sd / sqrt(n), the pooled sd from the launches' means and
+    sds); over launches, the percentile bootstrap of the launches' means, as bootstrap_ci.
+    """
+    with _empty_points_allowed(), np.errstate(invalid="ignore", divide="ignore"):
+        count = ds["sample_count"]
+        measured = count > 0
+        total = count.sum("launch")
+        weight = count.where(measured)
+
+        def weighted(name):
+            return (ds[name] * weight).sum("launch", min_count=1) / total.where(total > 0)
+
+        out = xr.Dataset({
+            "median": ds["median"].where(measured).median("launch"),
+            "mean": weighted("mean"),
+            "min": ds["min"].where(measured).min("launch"),
+            "iqm": weighted("iqm"),
+            "count": total,
+        })
+        for name in ("median", "mean", "min", "iqm"):
+            out[name].attrs["units"] = "s"
+        if "quantiles" in ds:
+            out["quantiles"] = ds["quantiles"].where(measured).median("launch")
+            out["quantiles"].attrs["units"] = "s"
+        out["bandwidth"] = ds["size"] / out["median"]
+        out["bandwidth"].attrs = {"units": "B/s", "long_name": "size / median time (MB/s = 1e6 B/s)"}
+        if ci:
+            # Pooled variance: within-launch sums of squares plus between-launch spread of the means.
+            within = ((count - 1).clip(min=0) * ds["std"].fillna(0) ** 2).where(measured).sum("launch")
+            between = (weight * (ds["mean"] - out["mean"]) ** 2).sum("launch")
+            sd = np.sqrt((within + between) / (total - 1).where(total > 1))
+            half = _normal_quantile(confidence) * sd / np.sqrt(total.where(total > 1))
+            out["mean_ci_samples"] = xr.concat([out["mean"] - half, out["mean"] + half], dim="bound") \
+                .assign_coords(bound=["low", "high"]).transpose(*out["mean"].dims, "bound")
+            out["mean_ci_samples"].attrs = {"long_name": f"{confidence:.0%} normal interval of the mean, over "
+                                                        "samples", "units": "s"}
+            launch_means = ds["mean"].where(measured).rename(launch="_pool")
+            out["mean_ci_launches"] = _bootstrap_over_pool(launch_means, confidence, n_boot, seed)
+            out["mean_ci_launches"].attrs = {"long_name": f"{confidence:.0%} bootstrap interval of the mean, "
+                                                         "over launches", "units": "s"}
+    return out
+
+
+def _normal_quantile(confidence: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(0.5 + confidence / 2)

@@ -181,9 +181,8 @@ def log_uniform(low: int, high: int, count: int, seed: int = 0) -> np.ndarray:
 def campaign_dataset(curves: dict) -> "xr.Dataset":
     """A dataset shaped like a campaign's, from {(library, placement, kernel): SyntheticCurve}.
 
-    `time` has dims (library, placement, kernel, size, launch, sample), NaN where a
-    curve lacks a size, launch or sample, as collected campaigns have; only what the
-    analysis reads is there (no provenance).
+    Laid out as collected campaigns are (ragged samples with per-point statistics, see
+    commbench.samples); only what the analysis reads is there (no provenance).
     """
     import xarray as xr
 
@@ -199,8 +198,8 @@ def campaign_dataset(curves: dict) -> "xr.Dataset":
         rows = np.searchsorted(sizes, curves[library, placement, kernel].sizes)
         cell = (names[0].index(library), names[1].index(placement), names[2].index(kernel))
         time[cell][rows, :cube.shape[1], :cube.shape[2]] = cube
-    return xr.Dataset(
+    return dataset.ragged(xr.Dataset(
         {"time": (("library", "placement", "kernel", "size", "launch", "sample"), time, {"units": "s"})},
         coords={"library": names[0], "placement": names[1], "kernel": names[2],
                 "size": ("size", sizes, {"units": "bytes"}), "launch": np.arange(n_launches),
-                "sample": np.arange(n_samples)})
+                "sample": np.arange(n_samples)}))
