@@ -48,9 +48,16 @@ def build_with(backend: str, figure: Figure):
 
 
 def save_static(figure: Figure, directory: Path) -> list[str]:
-    """The figure as PNG (150 dpi) and SVG, drawn once by matplotlib and written in each format."""
+    """The figure as PNG (150 dpi) and SVG, drawn once by matplotlib (directly: commbench.static;
+    through HoloViews' renderer where it has an element that does not know) and written in each format."""
+    from .static import Unsupported, draw
+
     directory.mkdir(parents=True, exist_ok=True)
-    drawn = hv.render(build_with("matplotlib", figure), backend="matplotlib")
+    built = build_with("matplotlib", figure)
+    try:
+        drawn = draw(built)
+    except Unsupported:
+        drawn = hv.render(built, backend="matplotlib")
     paths = []
     for fmt in STATIC_FORMATS:
         path = directory / f"{figure.name}.{fmt}"
