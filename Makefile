@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: campaign report test system bench validate versions lab dry-run lock clean help
+.PHONY: campaign report test system bench validate versions scale lab dry-run lock clean help
 
 help:
 	@echo "make campaign [CAMPAIGN=config/campaigns/<name>.yaml]  run a campaign, write its dataset and report"
@@ -19,6 +19,7 @@ help:
 	@echo "make bench                                            harness overhead and cost against a fixed loop"
 	@echo "make validate                                         models and detector against known synthetic truth"
 	@echo "make versions                                         every MPICH and Open MPI release: built, launched, latency, bandwidth"
+	@echo "make scale                                            a centre-sized synthetic campaign: time and memory per step"
 
 # The analysis environment: Snakemake, xarray, Jupyter..., and commbench itself (editable).
 $(READY): envs/analysis.txt pyproject.toml
@@ -59,6 +60,11 @@ validate: $(READY)
 versions: $(READY) system
 	$(BIN)/snakemake --configfile config/campaigns/versions.yaml results/versions/versions.nc
 	$(BIN)/python benchmarks/versions.py results/versions/versions.nc
+
+# A 1.28-million-point synthetic campaign through collect, summary, fits and anomalies (about 15 GB
+# of disk under results/scale-benchmark, removed afterwards).
+scale: $(READY)
+	$(BIN)/python benchmarks/scale.py --dir results/scale-benchmark; status=$$?; rm -rf results/scale-benchmark; exit $$status
 
 lab: $(READY)
 	$(BIN)/jupyter lab notebooks
