@@ -58,7 +58,7 @@ validate: $(READY)
 
 # Every wheel release and Debian's packaged MPIs through the workflow, then one line a version.
 versions: $(READY) system
-	$(BIN)/snakemake --configfile config/campaigns/versions.yaml results/versions/versions.nc
+	$(BIN)/snakemake results/versions/versions.nc --configfile config/campaigns/versions.yaml
 	$(BIN)/python benchmarks/versions.py results/versions/versions.nc
 
 # A 1.28-million-point synthetic campaign through collect, summary, fits and anomalies (about 15 GB
