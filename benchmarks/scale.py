@@ -94,11 +94,12 @@ def step(name: str, directory: Path) -> None:
     from commbench.campaign import Campaign
     from commbench.dataset import open_campaign
 
-    config = json.loads((directory / "campaign.json").read_text())
     dataset = directory / "scale.nc"
     if name == "generate":
         generate(directory, int(os.environ["SCALE_KERNELS"]))
-    elif name == "collect":
+        return
+    config = json.loads((directory / "campaign.json").read_text())
+    if name == "collect":
         from commbench.collect import build_dataset, stream_raw, write_dataset
 
         campaign = Campaign("scale", str(directory / "campaign.json"), config)
