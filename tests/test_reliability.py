@@ -96,18 +96,18 @@ def test_a_terabyte_message_is_refused_before_any_job(tmp_path):
         check_resources(campaign)
     message = str(info.value)
     assert message.startswith(str(tmp_path / "c.yaml"))
-    assert "kernels.pingpong.send on 1N2P: needs about 4.0 TiB of memory" in message, message
-    assert "2 ranks x 2 buffers (1.0 TiB largest size x 1 message)" in message and "GiB available" in message
+    assert "kernels.pingpong.send on 1N2P: needs about 4 TiB of memory" in message, message
+    assert "2 ranks x 2 buffers (1 TiB largest size x 1 message)" in message and "GiB available" in message
 
     # The workflow refuses it at parse time: no job is planned, not even a dry run's.
     (tmp_path / "config").mkdir()
     campaign_file = write(tmp_path / "config", text, "base.yaml")
     run = snakemake(tmp_path, "--configfile", str(campaign_file), "--dry-run", check=False)
-    assert run.returncode != 0 and "needs about 4.0 TiB of memory" in run.stdout + run.stderr
+    assert run.returncode != 0 and "needs about 4 TiB of memory" in run.stdout + run.stderr
     assert "rule run_launch" not in run.stdout
     cli = subprocess.run([sys.executable, "-m", "commbench.cli", "validate", str(campaign_file)],
                          capture_output=True, text=True)
-    assert cli.returncode == 2 and "needs about 4.0 TiB of memory" in cli.stderr
+    assert cli.returncode == 2 and "needs about 4 TiB of memory" in cli.stderr
 
 
 def test_memory_estimate_counts_window_ranks_and_rotate_buffers(tmp_path):
@@ -121,8 +121,8 @@ def test_memory_estimate_counts_window_ranks_and_rotate_buffers(tmp_path):
     assert found[("pingpong.send", "memory")] == 2 * 2 * (64 * 2**20 + 4096)         # 2 x the 32 MiB cache
     assert found[("io.own_file", "disk")] == 2 * 2 * 2**30
     problems = resource_problems(campaign, memory=16 << 30, disk=1 << 30)
-    assert problems == ["kernels.io.own_file on 1N2P: needs about 4.0 GiB of disk in scratch /tmp "
-                        "(2 own files and a shared file of 2 x 1.0 GiB), 1.0 GiB free"], problems
+    assert problems == ["kernels.io.own_file on 1N2P: needs about 4 GiB of disk in scratch /tmp "
+                        "(2 own files and a shared file of 2 x 1 GiB), 1 GiB free"], problems
     assert resource_problems(campaign, memory=16 << 30, disk=8 << 30) == []
 
 

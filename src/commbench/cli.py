@@ -1,4 +1,5 @@
-"""`commbench validate CAMPAIGN`, `commbench summary CAMPAIGN|DATASET`, `commbench report CAMPAIGN|DATASET`."""
+"""`commbench validate CAMPAIGN`, `commbench summary CAMPAIGN|DATASET`, `commbench report CAMPAIGN|DATASET`,
+`commbench compare BASELINE CANDIDATE`."""
 
 from __future__ import annotations
 
@@ -69,6 +70,50 @@ def _missing(ds, path: Path) -> int:
     return 1
 
 
+def compare(baseline: str, candidate: str, mapping: list[str], min_effect: float, confidence: float,
+            fail_on: str | None, output: str | None) -> int:
+    """Prints the changed size ranges of candidate against baseline (two datasets, or two campaign
+    files), writes them to `output` (.csv or .json), and returns 1 when `fail_on` finds any."""
+    from .compare import across, changed_ranges, describe_range, provenance_differences, verdict_counts
+    from .dataset import open_campaign
+
+    pairs = {}
+    for item in mapping:
+        old, sep, new = item.partition("=")
+        if not sep or not old or not new:
+            raise ValueError(f"--map {item!r}: expected OLD=NEW (a baseline library row = a candidate one)")
+        pairs[old] = new
+    paths = [_dataset_path(target) for target in (baseline, candidate)]
+    base, cand = (open_campaign(path) for path in paths)
+    for line in provenance_differences(base, cand):
+        print(f"commbench compare: warning: measured differently: {line}", file=sys.stderr)
+    result = across(base, cand, pairs, min_effect=min_effect, confidence=confidence)
+    counts = verdict_counts(result)
+    print(f"baseline:  {paths[0]}\ncandidate: {paths[1]}\nlibrary rows matched: {result.attrs['library_map']}")
+    print(f"cells: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n))
+    print(f"method: {result.attrs['method']}; {result.attrs['multiple_testing']}; changes below "
+          f"{min_effect:.0%} are not reported")
+    table = changed_ranges(result)
+    for _, row in table.iterrows():
+        print(f"  {row['verdict']:<10} {describe_range(row)}")
+    if table.empty:
+        print("  no size range changed")
+    if output:
+        path = Path(output)
+        if path.suffix == ".json":
+            table.to_json(path, orient="records", indent=1)
+        elif path.suffix == ".csv":
+            table.to_csv(path, index=False)
+        else:
+            raise ValueError(f"--output {output}: give a .csv or .json file")
+        print(f"table: {path}")
+    wanted = {"regressed": ("regressed",), "improved": ("improved",), "changed": ("regressed", "improved")}
+    if fail_on and table["verdict"].isin(wanted[fail_on]).any():
+        print(f"commbench compare: {fail_on} cells found (--fail-on {fail_on})", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="commbench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -81,6 +126,19 @@ def main(argv=None) -> int:
                                                 "(runs notebooks/04-report.ipynb with papermill)")
     report.add_argument("target", help="campaign file or dataset (.nc)")
     report.add_argument("--output-dir", help="where report.html and figures/ go (default: the dataset's folder)")
+    compare_parser = commands.add_parser(
+        "compare", help="candidate against baseline, cell by cell: what changed, where, by how much, is it real")
+    compare_parser.add_argument("baseline", help="dataset (.nc) or campaign file of the baseline")
+    compare_parser.add_argument("candidate", help="dataset (.nc) or campaign file of the candidate")
+    compare_parser.add_argument("--map", action="append", default=[], metavar="OLD=NEW",
+                                help="the baseline's library row OLD is the candidate's NEW (repeatable)")
+    compare_parser.add_argument("--min-effect", type=float, default=0.05,
+                                help="smallest relative change reported (default 0.05)")
+    compare_parser.add_argument("--confidence", type=float, default=0.95,
+                                help="interval level; the false discovery rate is 1 - confidence (default 0.95)")
+    compare_parser.add_argument("--fail-on", choices=("regressed", "improved", "changed"),
+                                help="exit 1 when any cell has this verdict (gate an update in CI)")
+    compare_parser.add_argument("--output", help="write the table of changed size ranges (.csv or .json)")
     args = parser.parse_args(argv)
     try:
         if args.command == "validate":
@@ -93,6 +151,9 @@ def main(argv=None) -> int:
 
             print(f"report: {run_report_notebook(_dataset_path(args.target), args.output_dir)}")
             return 0
+        if args.command == "compare":
+            return compare(args.baseline, args.candidate, args.map, args.min_effect, args.confidence,
+                           args.fail_on, args.output)
         return summary(args.target, check=args.check)
     except (CampaignError, FileNotFoundError, ValueError) as error:
         print(f"commbench: {error}", file=sys.stderr)

@@ -162,6 +162,15 @@ class CommbenchAccessor:
         coords.update({dim: ["low", "high"] if dim == "bound" else np.arange(n) for dim, n in lengths.items()})
         return xr.Dataset(data_vars, coords=coords, attrs={"model": model})
 
+    def compare(self, baseline: str, candidate: str, dim: str | None = None, **options) -> xr.Dataset:
+        """Two rows of this dataset against each other: two libraries (`baseline="mpich-4.2.3",
+        candidate="mpich-5.0.2"`), placements or kernels (`"pingpong.send"`, `"pingpong.ssend"`),
+        the dim found from the labels unless given. Per cell of the other dims: ratio, interval,
+        p and q values and a verdict; see commbench.compare for the method and `options`."""
+        from .compare import within
+
+        return within(self._ds, baseline, candidate, dim=dim, **options)
+
     def anomalies(self, **options):
         """Every finding of commbench.anomalies.detect on every curve, as one pandas DataFrame
         whose first columns are library, placement and kernel; `options` go to detect."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .campaign import Campaign, CampaignError, kernel_of, schedule_range
-from .units import parse_size
+from .units import format_size, parse_size
 
 PAGE = 4096
 DEFAULT_LAST_LEVEL_CACHE = 32 << 20   # what the harness assumes where the system does not say
@@ -91,10 +91,10 @@ def needs(campaign: Campaign, cache_bytes: int | None = None) -> list[Need]:
             nprocs = p["nodes"] * p["ppn"]
             count, why = slots(kernel, spec, nprocs)
             buffer = _page_round(largest) * count
-            how = f"{_human(largest)} largest size x {why}"
+            how = f"{format_size(largest)} largest size x {why}"
             if spec["cache"] == "rotate":
                 buffer = max(2 * cache_bytes, 2 * buffer)
-                how += f", rotate buffer {_human(buffer)}"
+                how += f", rotate buffer {format_size(buffer)}"
             per_rank = 2 * (buffer + spec["align"] + PAGE)
             if kernel == "halo.jacobi2d":
                 edge = largest // 8 + 2
@@ -104,10 +104,10 @@ def needs(campaign: Campaign, cache_bytes: int | None = None) -> list[Need]:
                               f"{nprocs} ranks x 2 buffers ({how})"))
             if kernel in ("io.own_file", "io.shared_file", "io.read_same"):
                 found.append(Need(entry, placement, "disk", 2 * nprocs * largest,
-                                  f"{nprocs} own files and a shared file of {nprocs} x {_human(largest)}"))
+                                  f"{nprocs} own files and a shared file of {nprocs} x {format_size(largest)}"))
             elif kernel == "io.mpiio_all":
                 found.append(Need(entry, placement, "disk", nprocs * largest,
-                                  f"one file of {nprocs} x {_human(largest)}"))
+                                  f"one file of {nprocs} x {format_size(largest)}"))
     return found
 
 
@@ -138,13 +138,13 @@ def resource_problems(campaign: Campaign, memory: int | None = None, disk: int |
     problems = []
     for need in needs(campaign, cache_bytes):
         if need.resource == "memory" and need.bytes > memory:
-            problems.append(f"kernels.{need.entry} on {need.placement}: needs about {_human(need.bytes)} of memory "
-                            f"({need.how}), {_human(memory)} available")
+            problems.append(f"kernels.{need.entry} on {need.placement}: needs about {format_size(need.bytes)} of memory "
+                            f"({need.how}), {format_size(memory)} available")
         elif need.resource == "disk":
             free = available_disk(scratch) if disk is None else disk
             if need.bytes > free:
-                problems.append(f"kernels.{need.entry} on {need.placement}: needs about {_human(need.bytes)} of "
-                                f"disk in scratch {scratch} ({need.how}), {_human(free)} free")
+                problems.append(f"kernels.{need.entry} on {need.placement}: needs about {format_size(need.bytes)} of "
+                                f"disk in scratch {scratch} ({need.how}), {format_size(free)} free")
     return problems
 
 
@@ -155,12 +155,3 @@ def check_resources(campaign: Campaign, **available) -> None:
         raise ResourceError(f"{campaign.source}: the campaign does not fit this machine; lower the sizes "
                             "(or the window/messages) of these entries, or run them where there is room\n"
                             + "\n".join(f"  {p}" for p in problems))
-
-
-def _human(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1024 or unit == "PiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"

@@ -19,3 +19,13 @@ def parse_size(value) -> int:
         raise ValueError(f"not a size: {value!r} (bytes, optionally with k, M, G, Ki, Mi or Gi)")
     number, suffix = match.groups()
     return int(number) * _MULTIPLIERS[suffix or ""]
+
+
+def format_size(size) -> str:
+    """Bytes as people read them: '8 B', '4 KiB', '1.5 MiB' (binary units, one decimal at most)."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{int(size)} B" if unit == "B" else f"{value:.1f}".removesuffix(".0") + f" {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")

@@ -1,0 +1,129 @@
+"""commbench.compare on synthetic curves whose differences are known, and the compare command."""
+
+import json
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from commbench import cli
+from commbench import synthetic as syn
+from commbench.compare import (across, benjamini_hochberg, changed_ranges, describe_range,
+                               provenance_differences, verdict_counts)
+
+GRID = syn.powers_of_two(1, 2**20)                                     # 21 sizes
+TRUTH = syn.GroundTruth(2e-6, 5e9, switches=(syn.Switch(16384, 4e-6, 8e9),))
+# Launch-to-launch shifts several times the within-launch spread, as real nodes show.
+NOISE = syn.Noise(relative=0.01, tail_df=3, outlier_fraction=0.01, outlier_scale=3, launch_relative=0.03)
+
+
+def draw(seed, launches=5, change=None, samples=60):
+    """One curve of TRUTH; `change` = (factor, low, high) multiplies the times of those sizes."""
+    curve = syn.generate(GRID, TRUTH, NOISE, n_samples=samples, n_launches=launches, seed=seed)
+    if change:
+        factor, low, high = change
+        times = curve.times.copy()
+        times[(GRID >= low) & (GRID <= high)] *= factor
+        curve = syn.SyntheticCurve(GRID, times, TRUTH, NOISE)
+    return curve
+
+
+def campaign(seed, launches=5, change=None, kernels=("pingpong.send", "stream.uni")):
+    """Two library rows, `before` and `after`, over two kernels; `after` carries the change."""
+    curves = {}
+    for k, kernel in enumerate(kernels):
+        curves["before", "1N2P", kernel] = draw(seed * 100 + 2 * k, launches)
+        curves["after", "1N2P", kernel] = draw(seed * 100 + 2 * k + 1, launches, change)
+    return syn.campaign_dataset(curves)
+
+
+def test_benjamini_hochberg_matches_scipy():
+    p = np.random.default_rng(0).uniform(size=200) ** 3
+    p[[3, 50]] = np.nan
+    q = benjamini_hochberg(p)
+    finite = np.isfinite(p)
+    np.testing.assert_allclose(q[finite], scipy.stats.false_discovery_control(p[finite]))
+    assert np.isnan(q[~finite]).all()
+
+
+def test_same_truth_twice_changes_nothing():
+    """A/A: 20 campaigns of 42 cells, 5 launches a side: no cell called improved or regressed."""
+    called = 0
+    for seed in range(20):
+        result = campaign(seed).commbench.compare(baseline="before", candidate="after")
+        counts = verdict_counts(result)
+        called += counts["improved"] + counts["regressed"]
+        assert counts["missing"] == 0 and counts["unchanged"] + counts["inconclusive"] == 42
+    assert called == 0
+
+
+@pytest.mark.parametrize("factor", [1.3, 1 / 1.3, 1.1])
+def test_a_planted_change_is_found_over_its_size_range(factor):
+    """Both polarities: slower and faster over 4 KiB .. 64 KiB (across the protocol switch)."""
+    result = campaign(7, change=(factor, 4096, 65536)).commbench.compare(baseline="before", candidate="after")
+    ranges = changed_ranges(result)
+    expected = "regressed" if factor > 1 else "improved"
+    assert len(ranges) == 2, ranges                             # one range per kernel, nothing else
+    assert (ranges["verdict"] == expected).all()
+    assert (ranges["size_from"] == 4096).all() and (ranges["size_to"] == 65536).all()
+    assert np.allclose(ranges["ratio"], factor, rtol=0.03)
+    assert ((ranges["ratio_low"] <= factor * 1.01) & (ranges["ratio_high"] >= factor / 1.01)).all()
+    line = describe_range(ranges.iloc[0])
+    assert line.startswith("pingpong.send 1N2P: 4 KiB–64 KiB") and ("slower" if factor > 1 else "faster") in line
+
+
+def test_one_launch_cannot_tell_a_moderate_change_from_launch_noise():
+    """With one launch a side a 10% change is inconclusive (a launch shift could make it); a 3x
+    change dwarfs the within-launch spread and is called."""
+    moderate = campaign(3, launches=1, change=(1.1, 4096, 65536)).commbench.compare(baseline="before",
+                                                                                   candidate="after")
+    assert set(moderate["basis"].values.ravel()) == {"one launch"}
+    assert verdict_counts(moderate)["regressed"] == 0 and verdict_counts(moderate)["unchanged"] == 0
+    huge = campaign(3, launches=1, change=(3.0, 4096, 65536)).commbench.compare(baseline="before",
+                                                                               candidate="after")
+    ranges = changed_ranges(huge)
+    assert list(ranges["verdict"]) == ["regressed"] * 2 and (ranges["size_from"] == 4096).all()
+
+
+def test_two_kernels_of_one_dataset_and_cells_without_data():
+    ds = campaign(4, kernels=("pingpong.send", "pingpong.ssend"))
+    ds["sample_count"].loc[dict(library="after", kernel="pingpong.ssend", size=8)] = 0
+    result = ds.commbench.compare(baseline="pingpong.send", candidate="pingpong.ssend")
+    assert result["verdict"].dims == ("library", "placement", "size")
+    assert result.attrs["compared"] == "kernel"
+    assert result["verdict"].sel(library="after", placement="1N2P", size=8) == "missing"
+    with pytest.raises(ValueError, match="not both rows of one dim"):
+        ds.commbench.compare(baseline="pingpong.send", candidate="mpich")
+
+
+def test_across_campaigns_maps_library_rows_and_warns_on_provenance():
+    base, cand = campaign(5), campaign(6, change=(1.3, 1, 8))
+    base.attrs.update(hosts="node1", cpu_model="A")
+    cand.attrs.update(hosts="node1", cpu_model="B")
+    assert provenance_differences(base, cand) == ["cpu_model: 'A' against 'B'"]
+    result = across(base.sel(library=["before"]), cand.sel(library=["after"]), {"before": "after"})
+    assert list(result["library"].values) == ["after"]
+    assert set(changed_ranges(result)["size_to"]) == {8}
+    with pytest.raises(ValueError, match="share no library row"):
+        across(base, cand.assign_coords(library=["x", "y"]))
+    with pytest.raises(ValueError, match="does not have"):
+        across(base, cand, {"nope": "after"})
+
+
+def test_compare_command_gates_a_regression(tmp_path, capsys):
+    base, cand = campaign(8), campaign(9, change=(1.3, 1024, 8192))
+    for name, ds in (("base", base), ("cand", cand)):
+        ds.attrs.update(commbench_version="test", hosts=name)
+        ds.to_netcdf(tmp_path / f"{name}.nc")
+    output = tmp_path / "changes.json"
+    args = [str(tmp_path / "base.nc"), str(tmp_path / "cand.nc"), "--output", str(output)]
+    assert cli.main(["compare", *args]) == 0
+    assert cli.main(["compare", *args, "--fail-on", "regressed"]) == 1
+    assert cli.main(["compare", *args, "--fail-on", "improved"]) == 0
+    out, err = capsys.readouterr()
+    assert "regressed  after pingpong.send 1N2P: 1 KiB–8 KiB 30% slower" in out
+    assert "warning: measured differently: hosts: 'base' against 'cand'" in err
+    rows = json.loads(output.read_text())
+    assert {(row["kernel"], row["size_from"], row["size_to"]) for row in rows} == {
+        ("pingpong.send", 1024, 8192), ("stream.uni", 1024, 8192)}
+    assert cli.main(["compare", *args, "--map", "nonsense"]) == 2
