@@ -5,15 +5,20 @@ to do, measured through the real launcher and found again by commbench.anomalies
     with a rendezvous: the protocol switch must move to the configured limit.
 (2) On an emulated link, TCP carries MTU - 52 payload bytes per packet (IPv4 and TCP
     with timestamps): packet_steps must find that payload as its period.
+(3) Two rows of Open MPI that differ only in that eager limit: compare must call the sizes
+    between the two limits faster on the larger limit's row, and nothing else; the same row
+    measured twice must show no change at all.
 """
 
 import numpy as np
 import pytest
 
 from commbench import netem
+from commbench.compare import changed_ranges
 from commbench.anomalies import detect
 from commbench.launcher import Placement
 from commbench.models import fit_piecewise
+from commbench.synthetic import dataset_from_cubes
 
 from conftest import launch
 
@@ -57,6 +62,37 @@ def test_eager_limit_moves_the_protocol_switch_to_it(workspace, built, tmp_path,
     assert largest["magnitude"] > 0
     breakpoints = fit_piecewise(sizes, times).breakpoints_bytes
     assert any(abs(b - eager_limit) <= step for b in breakpoints), breakpoints
+
+
+def test_compare_finds_an_eager_limit_change_between_the_limits_only(workspace, built, tmp_path):
+    """8 KiB against 32 KiB TCP eager limit: messages between them go eagerly on one row and by
+    rendezvous (a round trip more) on the other. Sizes near a limit are left out: the limit
+    counts the protocol's header, so where exactly the switch falls there is not the point."""
+    below, between, above = [2048, 4096, 6144], [12288, 16384, 20480, 24576], [40960, 49152, 65536]
+    sizes = below + between + above
+    args = ["pingpong.send", "--min-samples", "20", "--max-samples", "100", "--max-point-time", "0.2"]
+    rows = {"8k": 8192, "8k-again": 8192, "32k": 32768}
+    # The rows take turns, launch by launch, so that a drift of the machine's load over the test
+    # falls on every row alike instead of passing for a difference between them.
+    launches = {name: [] for name in rows}
+    for _ in range(3):
+        for name, limit in rows.items():
+            launches[name].append(measure(workspace, tmp_path, Placement("2N1P", 2, 1), args, sizes, launches=1,
+                                          library_env={"OMPI_MCA_btl_tcp_eager_limit": str(limit)}))
+    width = max(cube.shape[2] for cubes in launches.values() for cube in cubes)
+    ds = dataset_from_cubes({(name, "2N1P", "pingpong.send"): (sizes, np.concatenate(
+        [np.pad(cube, ((0, 0), (0, 0), (0, width - cube.shape[2])), constant_values=np.nan) for cube in cubes],
+        axis=1)) for name, cubes in launches.items()})
+
+    knob = ds.commbench.compare(baseline="8k", candidate="32k")
+    ranges = changed_ranges(knob)
+    print(knob[["ratio", "ratio_low", "ratio_high", "q_value", "verdict"]].to_dataframe().to_string())
+    assert list(ranges["verdict"]) == ["improved"], ranges
+    assert (ranges["size_from"].iloc[0], ranges["size_to"].iloc[0]) == (between[0], between[-1]), ranges
+
+    again = ds.commbench.compare(baseline="8k", candidate="8k-again")
+    print(again[["ratio", "ratio_low", "ratio_high", "q_value", "verdict"]].to_dataframe().to_string())
+    assert changed_ranges(again).empty, changed_ranges(again)
 
 
 @pytest.mark.parametrize("mtu", [1500, 1000])

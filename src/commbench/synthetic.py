@@ -184,18 +184,24 @@ def campaign_dataset(curves: dict) -> "xr.Dataset":
     Laid out as collected campaigns are (ragged samples with per-point statistics, see
     commbench.samples); only what the analysis reads is there (no provenance).
     """
+    return dataset_from_cubes({key: (curve.sizes, curve.times) for key, curve in curves.items()})
+
+
+def dataset_from_cubes(cubes: dict) -> "xr.Dataset":
+    """The same from {(library, placement, kernel): (sizes, times)} with times (n_sizes, n_samples)
+    or (n_sizes, n_launches, n_samples), NaN-padded: samples measured outside a campaign."""
     import xarray as xr
 
     from . import dataset  # noqa: F401  (registers ds.commbench, which is how the analysis is called)
 
-    names = [sorted({key[i] for key in curves}) for i in range(3)]
-    sizes = np.unique(np.concatenate([c.sizes for c in curves.values()]))
-    cubes = {key: c.times if c.times.ndim == 3 else c.times[:, None, :] for key, c in curves.items()}
-    n_launches = max(cube.shape[1] for cube in cubes.values())
-    n_samples = max(cube.shape[2] for cube in cubes.values())
+    names = [sorted({key[i] for key in cubes}) for i in range(3)]
+    sizes = np.unique(np.concatenate([np.asarray(s) for s, _ in cubes.values()]))
+    cubes = {key: (np.asarray(s), t if t.ndim == 3 else t[:, None, :]) for key, (s, t) in cubes.items()}
+    n_launches = max(cube.shape[1] for _, cube in cubes.values())
+    n_samples = max(cube.shape[2] for _, cube in cubes.values())
     time = np.full(tuple(map(len, names)) + (sizes.size, n_launches, n_samples), np.nan)
-    for (library, placement, kernel), cube in cubes.items():
-        rows = np.searchsorted(sizes, curves[library, placement, kernel].sizes)
+    for (library, placement, kernel), (curve_sizes, cube) in cubes.items():
+        rows = np.searchsorted(sizes, curve_sizes)
         cell = (names[0].index(library), names[1].index(placement), names[2].index(kernel))
         time[cell][rows, :cube.shape[1], :cube.shape[2]] = cube
     return dataset.ragged(xr.Dataset(
