@@ -52,9 +52,11 @@ bench: $(READY)
 	$(BIN)/snakemake builds --configfile config/campaigns/quick.yaml --quiet
 	$(BIN)/python benchmarks/harness_bench.py
 
-# Recovered against true values for the models and the anomaly detector (synthetic curves).
+# Recovered against true values for the models and the anomaly detector (synthetic curves), then
+# compare's false alarms (A/A) and recall of planted changes.
 validate: $(READY)
 	$(BIN)/python benchmarks/ground_truth.py
+	$(BIN)/python benchmarks/compare_validation.py
 
 # Every wheel release and Debian's packaged MPIs through the workflow, then one line a version.
 versions: $(READY) system

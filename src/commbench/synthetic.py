@@ -61,7 +61,9 @@ class Noise:
     `relative` is the scale of the noise's core (its standard deviation when
     tail_df is inf); a fraction `outlier_fraction` of samples is delayed by an
     exponential amount of mean `outlier_scale` times the clean time (preemption);
-    each launch shifts all its samples by a factor 1 + launch_relative * N(0, 1).
+    each launch shifts all its samples by a factor 1 + launch_relative * N(0, 1), and each
+    of its points by a further 1 + launch_point_relative * N(0, 1) (a launch's memory placement
+    can favour some sizes and not others).
     """
 
     relative: float = 0.01
@@ -69,6 +71,7 @@ class Noise:
     outlier_fraction: float = 0.01
     outlier_scale: float = 3.0
     launch_relative: float = 0.0
+    launch_point_relative: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,8 @@ def generate(sizes, truth: GroundTruth, noise: Noise = Noise(), n_samples: int =
     launch_shift = 1 + noise.launch_relative * rng.standard_normal((1, launches, 1))
     delayed = rng.random(shape) < noise.outlier_fraction
     delay = rng.exponential(noise.outlier_scale, size=shape) * delayed
+    if noise.launch_point_relative:     # drawn last, so that curves without it keep their seeds' values
+        launch_shift = launch_shift * (1 + noise.launch_point_relative * rng.standard_normal((sizes.size, launches, 1)))
     # A t draw can be below -1/relative; a time cannot be negative, nor much below its clean value.
     times = (clean + extra) * launch_shift * np.maximum(1 + noise.relative * core, 0.05) + clean * delay
     if n_launches is None:
