@@ -24,6 +24,8 @@ struct cb_buffer {
 /* Kernel parameters from the command line (see --help); a kernel reads those it uses. */
 struct cb_params {
     int window;          /* stream, rma: messages in flight per iteration (default 64; rma 1) */
+    int distinct_window; /* stream, multipair.stream, rma: a buffer per message of a window instead of
+                          * one for all (osu_bw, osu_mbw_mr and NetPIPE post a window on one buffer) */
     int messages;        /* multipingpong: messages of one size each way (default 8) */
     int pieces;          /* pieces: the message is sent as this many pieces (default 4) */
     const char *sync;    /* rma: fence | lock | flush */
@@ -94,7 +96,8 @@ CB_FAMILY(cb_collective_kernels);
 CB_FAMILY(cb_io_kernels);
 CB_FAMILY(cb_thread_kernels);
 
-/* Buffers a windowed kernel's iteration uses: one per message in flight. */
+/* Buffers a windowed kernel's iteration uses: one for the whole window (--window-buffers shared),
+ * or one per message in flight (distinct). */
 int cb_window_slots(const struct cb_params *params, int nprocs);
 
 const struct cb_kernel *cb_find_kernel(const char *name);

@@ -78,6 +78,9 @@ static void usage(FILE *out)
           "  --integrity           fill and check every byte of every message\n"
           "kernel parameters:\n"
           "  --window N            messages in flight per iteration: stream, multipair.stream, rma (64)\n"
+          "  --window-buffers HOW  shared (one send and one receive buffer for a whole window, as\n"
+          "                        osu_bw and NetPIPE: the default) | distinct (a buffer per message;\n"
+          "                        the default with --integrity, which cannot check overwritten data)\n"
           "  --messages N          multipingpong: messages each way (8)\n"
           "  --pieces K            pieces: the message is sent as K pieces (4)\n"
           "  --rma-sync NAME       rma.put/get: fence | lock | flush (fence)\n"
@@ -107,6 +110,7 @@ static int parse_size(const char *text, size_t *value)
 /* Returns 0 on success; on error, a message for rank 0 to print. */
 static const char *parse_options(int argc, char **argv, struct cb_options *o, int *list_only)
 {
+    const char *window_buffers = NULL;    /* not given: shared, or distinct with --integrity */
     *o = (struct cb_options){
         .schedule = {.name = "powers", .min = 1, .max = 4194304, .per_octave = 2,
                      .perturbation = 3, .step = 32},
@@ -119,7 +123,7 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
     enum { OPT_SCHEDULE = 256, OPT_SIZES, OPT_RSE, OPT_MIN_SAMPLES, OPT_MAX_SAMPLES,
            OPT_MAX_POINT_TIME, OPT_MIN_SAMPLE_TIME, OPT_TIMER, OPT_LIST, OPT_PER_OCTAVE,
            OPT_PERTURBATION, OPT_STEP, OPT_SHUFFLE, OPT_PRINT_SIZES, OPT_CACHE, OPT_CACHE_SIZE,
-           OPT_ALIGN, OPT_DATATYPE, OPT_INTEGRITY, OPT_INJECT_FAULT, OPT_HANG_AFTER, OPT_WINDOW, OPT_MESSAGES,
+           OPT_ALIGN, OPT_DATATYPE, OPT_INTEGRITY, OPT_INJECT_FAULT, OPT_HANG_AFTER, OPT_WINDOW, OPT_WINDOW_BUFFERS, OPT_MESSAGES,
            OPT_PIECES, OPT_RMA_SYNC, OPT_HALO, OPT_NODES, OPT_PROC_GRID, OPT_METHOD, OPT_SCRATCH,
            OPT_IO_SYNC, OPT_DROP_CACHE };
     static const struct option longopts[] = {
@@ -144,6 +148,7 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
         {"inject-fault", no_argument, 0, OPT_INJECT_FAULT},
         {"test-hang-after", required_argument, 0, OPT_HANG_AFTER},
         {"window", required_argument, 0, OPT_WINDOW},
+        {"window-buffers", required_argument, 0, OPT_WINDOW_BUFFERS},
         {"messages", required_argument, 0, OPT_MESSAGES},
         {"pieces", required_argument, 0, OPT_PIECES},
         {"rma-sync", required_argument, 0, OPT_RMA_SYNC},
@@ -207,6 +212,10 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
         case OPT_INJECT_FAULT: o->inject_fault = 1; break;
         case OPT_HANG_AFTER: o->hang_after = atol(optarg); break;
         case OPT_WINDOW: o->params.window = atoi(optarg); break;
+        case OPT_WINDOW_BUFFERS:
+            if (strcmp(optarg, "shared") && strcmp(optarg, "distinct")) return "--window-buffers expects shared or distinct";
+            window_buffers = optarg;
+            break;
         case OPT_MESSAGES: o->params.messages = atoi(optarg); break;
         case OPT_PIECES: o->params.pieces = atoi(optarg); break;
         case OPT_RMA_SYNC:
@@ -252,6 +261,10 @@ static const char *parse_options(int argc, char **argv, struct cb_options *o, in
         return "--schedule list needs --sizes";
     if (o->inject_fault && !o->integrity) return "--inject-fault needs --integrity";
     if (o->params.window < 1 || o->params.window > 1024) return "--window must be 1..1024";
+    /* A window of receives on one buffer leaves only the last message there: integrity needs one each. */
+    if (window_buffers && strcmp(window_buffers, "shared") == 0 && o->integrity)
+        return "--integrity needs --window-buffers distinct (messages of a window on one buffer overwrite each other)";
+    o->params.distinct_window = window_buffers ? strcmp(window_buffers, "distinct") == 0 : o->integrity;
     if (o->params.nodes < 1) return "--nodes must be >= 1";
     return NULL;
 }
@@ -394,7 +407,11 @@ static int allocate(struct cb_buffer *b, size_t bytes, size_t align)
 
 /* Slots a page-rounded stride apart: the kernel's own count (a window of Irecvs
  * needs distinct buffers), or in rotate mode as many as the buffer holds. */
-int cb_window_slots(const struct cb_params *params, int nprocs) { (void)nprocs; return params->window; }
+int cb_window_slots(const struct cb_params *params, int nprocs)
+{
+    (void)nprocs;
+    return params->distinct_window ? params->window : 1;
+}
 
 static void lay_out(struct cb_buffer *b, const struct cb_options *o, size_t bytes, size_t size, int kernel_slots)
 {
@@ -470,13 +487,13 @@ static void write_run_record(FILE *out, const struct cb_options *o, const struct
     fprintf(out, "],\"shuffle_seed\":%ld,\"warmup\":%ld,\"iterations\":%ld,\"rse\":%.6g,"
                  "\"min_samples\":%d,\"max_samples\":%d,\"max_point_time_s\":%.6g,"
                  "\"min_sample_time_s\":%.6g,\"cache\":\"%s\",\"buffer_bytes\":%zu,\"align\":%zu,"
-                 "\"datatype\":\"%s\",\"integrity\":%s,\"inject_fault\":%s,\"window\":%d,"
+                 "\"datatype\":\"%s\",\"integrity\":%s,\"inject_fault\":%s,\"window\":%d,\"window_buffers\":\"%s\","
                  "\"messages\":%d,\"pieces\":%d,\"rma_sync\":\"%s\",\"halo\":\"%s\",\"nodes\":%d,"
                  "\"proc_grid\":[%d,%d],\"method\":\"%s\",\"io_sync\":%s,\"drop_cache\":%s}}\n",
             o->shuffle_seed, o->warmup, o->fixed_iterations, o->rse_target, o->min_samples,
             o->max_samples, o->max_point_time_s, o->min_sample_time_s, o->cache_mode, buffer_bytes,
             o->align, o->datatype, o->integrity ? "true" : "false", o->inject_fault ? "true" : "false",
-            o->params.window, o->params.messages, o->params.pieces, o->params.sync, o->params.halo,
+            o->params.window, o->params.distinct_window ? "distinct" : "shared", o->params.messages, o->params.pieces, o->params.sync, o->params.halo,
             o->params.nodes, o->params.proc_grid[0], o->params.proc_grid[1],
             o->params.method ? o->params.method : "default", o->params.io_sync ? "true" : "false",
             o->params.drop_cache ? "true" : "false");

@@ -51,10 +51,17 @@ def largest_size(spec: dict) -> int:
     return schedule_range(sizes)[1]
 
 
+def window_buffers(spec: dict) -> str:
+    """What the harness does with a windowed kernel's buffers when the campaign does not say."""
+    return spec.get("window_buffers", "distinct" if spec.get("integrity") else "shared")
+
+
 def slots(kernel: str, spec: dict, nprocs: int) -> tuple[int, str]:
     """Buffers of the largest size one rank keeps at once (messages in flight), and why."""
     if kernel in ("stream.uni", "stream.bi", "multipair.stream", "rma.put", "rma.get"):
-        return spec["window"], f"window {spec['window']}"
+        if window_buffers(spec) == "shared":
+            return 1, f"window {spec['window']} on one buffer"
+        return spec["window"], f"window {spec['window']}, a buffer each"
     if kernel.startswith("multipingpong."):
         return spec["messages"], f"{spec['messages']} messages"
     if kernel == "pieces":
