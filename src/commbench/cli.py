@@ -1,5 +1,5 @@
 """`commbench validate CAMPAIGN`, `commbench summary CAMPAIGN|DATASET`, `commbench report CAMPAIGN|DATASET`,
-`commbench compare BASELINE CANDIDATE`."""
+`commbench compare BASELINE CANDIDATE`, `commbench history RESULTS|CAMPAIGN|DATASET`."""
 
 from __future__ import annotations
 
@@ -114,6 +114,36 @@ def compare(baseline: str, candidate: str, mapping: list[str], min_effect: float
     return 0
 
 
+def history(target: str, min_effect: float, output: str | None) -> int:
+    """Prints, per curve, the size ranges whose time changed from one rerun of the campaign to a
+    later one (results/<campaign>/history/ and the current dataset), and writes them to `output`."""
+    from .history import describe_change, history as find_changes
+
+    if output and Path(output).suffix not in (".csv", ".json"):
+        raise ValueError(f"--output {output}: give a .csv or .json file")
+    result, table = find_changes(_dataset_path(target), min_effect=min_effect)
+    reruns = result.sizes["rerun"]
+    print(f"history: {reruns} rerun{'s' if reruns != 1 else ''}, oldest first")
+    for rerun, created, source in zip(result["rerun"].values, result["created"].values, result["source"].values):
+        print(f"  rerun {rerun}: {str(created)[:16] or 'time unknown':<16}  {source}")
+    tested = int(result["tested"].sum())
+    changed = int(result["change"].any("rerun").sum())
+    print(f"cells: {result.attrs['cells']} measured, {tested} in two reruns or more with a noise estimate, "
+          f"{changed} with a change")
+    print(f"method: {result.attrs['method']}")
+    for _, row in table.iterrows():
+        print(f"  {describe_change(row)}\n      location / level before, per rerun: {row['series']}")
+    if table.empty:
+        print(f"  no change of {min_effect:.0%} or more")
+    if output:
+        if output.endswith(".json"):
+            table.to_json(output, orient="records", indent=1)
+        else:
+            table.to_csv(output, index=False)
+        print(f"table: {output}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="commbench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -139,6 +169,12 @@ def main(argv=None) -> int:
     compare_parser.add_argument("--fail-on", choices=("regressed", "improved", "changed"),
                                 help="exit 1 when any cell has this verdict (gate an update in CI)")
     compare_parser.add_argument("--output", help="write the table of changed size ranges (.csv or .json)")
+    history_parser = commands.add_parser(
+        "history", help="what changed from one rerun of a campaign to the next (results/<campaign>/history/)")
+    history_parser.add_argument("target", help="results/<campaign>, its dataset (.nc) or the campaign file")
+    history_parser.add_argument("--min-effect", type=float, default=0.05,
+                                help="smallest relative change reported (default 0.05)")
+    history_parser.add_argument("--output", help="write the table of changed size ranges (.csv or .json)")
     args = parser.parse_args(argv)
     try:
         if args.command == "validate":
@@ -154,6 +190,8 @@ def main(argv=None) -> int:
         if args.command == "compare":
             return compare(args.baseline, args.candidate, args.map, args.min_effect, args.confidence,
                            args.fail_on, args.output)
+        if args.command == "history":
+            return history(args.target, args.min_effect, args.output)
         return summary(args.target, check=args.check)
     except (CampaignError, FileNotFoundError, ValueError) as error:
         print(f"commbench: {error}", file=sys.stderr)

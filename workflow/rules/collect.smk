@@ -5,8 +5,9 @@ rule collect:
         libraries=[library_record(m) for m in CAMPAIGN.mpi_names],
         builds=[build_record(m) for m in CAMPAIGN.mpi_names],
     output:
-        dataset=DATASET,
-        failures=RESULTS / "failures.jsonl",
+        # update(): Snakemake would delete them before the job; collection keeps them in history/.
+        dataset=update(DATASET),
+        failures=update(RESULTS / "failures.jsonl"),
     params:
         campaign_file=CAMPAIGN_FILE,
         config_hash=CAMPAIGN.config_hash,
