@@ -1,7 +1,7 @@
 """`make bench`: what the harness costs and how it compares with a fixed-iteration loop.
 
-For each library of the default campaign, on-node (1N2P), against an OSU-style
-reference loop (benchmarks/reference_pingpong.c) built with the same mpicc:
+For each library of the default campaign, on-node (1N2P), against OSU-style reference
+loops (benchmarks/reference_loops.c) built with the same mpicc:
   (a) harness overhead (an empty timed sample) as a fraction of the smallest latency:
       its share of the latency reported (a sample times many messages, and lasts at
       least 100 times the overhead), and an empty sample against one message alone;
@@ -11,7 +11,9 @@ reference loop (benchmarks/reference_pingpong.c) built with the same mpicc:
       tens of per cent from one launch to the next, the same for both programs, which
       separate launches would mistake for a difference between them;
   (c) wall time to cover 1 B .. 4 MiB: commbench to its precision target against the
-      reference's fixed 10000/1000 iterations, each in launches of its own, alternating.
+      reference's fixed 10000/1000 iterations, each in launches of its own, alternating;
+  (d) bandwidth at 1 MiB and 4 MiB, commbench's stream.uni (window of 64 on one buffer, its
+      default) over an osu_bw-style loop, alternating in the same launch as (b).
 Timings on a shared machine are noisy: read the ratios, not the absolute values.
 """
 
@@ -35,6 +37,7 @@ LAUNCHES = 3          # for (b): launches, each alternating ROUNDS times
 ROUNDS = 5
 SWEEPS = 3            # for (a) and (c): alternating launches of each program
 SMALL = (1, 8)
+LARGE = (2**20, 4 * 2**20)
 
 
 def sh(env_dir, command: list[str], env: dict) -> tuple[str, float]:
@@ -46,9 +49,9 @@ def sh(env_dir, command: list[str], env: dict) -> tuple[str, float]:
 
 
 def build_reference(env_dir: str, build: Path) -> Path:
-    reference = build / "reference-pingpong"
+    reference = build / "reference-loops"
     subprocess.run(in_environment(env_dir, f"mpicc -O2 -Wall -Wextra -Werror -I {REPO / 'kernels' / 'harness'} "
-                                           f"-o {reference} {REPO / 'benchmarks' / 'reference_pingpong.c'} "
+                                           f"-o {reference} {REPO / 'benchmarks' / 'reference_loops.c'} "
                                            f"-L {build} -lcommbench-kernels -Wl,-rpath,{build}"), check=True)
     return reference
 
@@ -67,18 +70,21 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def small_latency_ratios(library: dict, placement, reference: Path) -> list[float]:
-    """commbench's mean latency over the reference's at SMALL sizes, per round of each launch."""
+def alternating_ratios(library: dict, placement, reference: Path, mode: str, sizes: tuple[int, ...]) -> list[float]:
+    """commbench over the reference loop at `sizes`, per round of each launch: mean latency over
+    the loop's (mode latency), or bandwidth (size / mean time per message) over the loop's."""
     ratios = []
-    sizes = f"{min(SMALL)}:{max(SMALL)}"
     for _ in range(LAUNCHES):
         with tempfile.TemporaryDirectory() as tmp:
-            records = run_reference(library, placement, reference, [sizes, str(ROUNDS), f"{tmp}/round"])
-            loop = {(r["round"], r["size"]): r["latency_s"] for r in records}
+            records = run_reference(library, placement, reference,
+                                    [mode, f"{min(sizes)}:{max(sizes)}", str(ROUNDS), f"{tmp}/round"])
+            key = "latency_s" if mode == "latency" else "bandwidth_Bps"
+            loop = {(r["round"], r["size"]): r[key] for r in records}
             for round_ in range(ROUNDS):
                 points = {p["size"]: p for p in read_jsonl(Path(tmp) / f"round{round_}.jsonl")[1:-1]}
-                ratios.append(statistics.fmean(statistics.fmean(points[s]["samples"]) / loop[round_, s]
-                                               for s in SMALL))
+                mean = {s: statistics.fmean(points[s]["samples"]) for s in sizes}
+                ratios.append(statistics.fmean(
+                    mean[s] / loop[round_, s] if mode == "latency" else s / mean[s] / loop[round_, s] for s in sizes))
     return ratios
 
 
@@ -107,9 +113,10 @@ def main(campaign_file: str) -> int:
             rows["wall_cb"].append(end["elapsed_s"])
             rows["launch_cb"].append(wall_cb)
 
-            records = run_reference(record, placement, reference, ["1:4194304"])
+            records = run_reference(record, placement, reference, ["latency", "1:4194304"])
             rows["wall_ref"].append(next(r["wall_s"] for r in records if "wall_s" in r))
-        ratios = small_latency_ratios(record, placement, reference)
+        ratios = alternating_ratios(record, placement, reference, "latency", SMALL)
+        bandwidth = {size: alternating_ratios(record, placement, reference, "bandwidth", (size,)) for size in LARGE}
         med = {k: statistics.median(v) for k, v in rows.items()}
         print(f"{library} (on-node)")
         print(f"  (a) harness overhead in the smallest latency: {med['amortised']:.4%} of it, spread over a "
@@ -121,6 +128,10 @@ def main(campaign_file: str) -> int:
         print(f"  (c) time to measure 1 B..4 MiB: commbench {med['wall_cb']:.2f} s to 1% rse, reference "
               f"{med['wall_ref']:.2f} s at fixed iterations; ratio {med['wall_cb'] / med['wall_ref']:.2f} "
               f"(whole commbench launch with mpiexec start-up: {med['launch_cb']:.2f} s)")
+        for size, values in bandwidth.items():
+            print(f"  (d) bandwidth at {size // 2**20} MiB, commbench stream.uni / osu_bw-style loop in the same "
+                  f"launch: {statistics.median(values):.3f} (median of {len(values)} rounds in {LAUNCHES} launches; "
+                  f"rounds {min(values):.3f}..{max(values):.3f})")
     return 0
 
 
