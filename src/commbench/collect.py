@@ -14,7 +14,8 @@ import xarray as xr
 
 from . import __version__, netem
 from . import dataset  # noqa: F401  (registers ds.commbench on the datasets built here)
-from .campaign import Campaign
+from .campaign import Campaign, kernel_of
+from .guards import WINDOWED_KERNELS
 from .provenance import cpu_model, git_commit, os_description, source_hash
 from .raw import LaunchResult, RawFileError, read_raw
 from .samples import POINT_DIMS, STAT_COORDS, PointStatistics, point_statistics, start_variable
@@ -123,6 +124,7 @@ def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries
     kernel_info = np.full(run_shape, "", dtype=object)
     version = {name: "" for name in lib_names}
     metric = {name: "" for name in kernels}
+    window_buffers = {name: "" for name in kernels}   # windowed kernels: shared | distinct, as run
     all_hosts: set[str] = set()
     measured_on: dict[str, tuple[str, bool]] = {}   # placement -> (transport, emulated) its launches recorded
     batches = []   # per ok launch: (cell, sizes, per-point records, statistics); the size axis comes last
@@ -151,6 +153,8 @@ def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries
         kernel_info[cell] = json.dumps(run.get("kernel_info", {}), sort_keys=True)
         version[meta["library"]] = version[meta["library"]] or run["library_version"].strip()
         metric[meta["kernel"]] = run.get("metric", "")
+        if kernel_of(meta["kernel"]) in WINDOWED_KERNELS:
+            window_buffers[meta["kernel"]] = run.get("args", {}).get("window_buffers", "distinct")  # older harness
         points = sorted(enumerate(result.points), key=lambda item: item[1].size)   # RAGGED_ORDER: by size
         for _, point in points:
             sink.add(cell + (point.size,), point.samples)
@@ -227,6 +231,9 @@ def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries
                                                                          "out, and why (JSON)"}),
         "library_env": ("library", [json.dumps(campaign.library_env(name), sort_keys=True) for name in lib_names]),
         "metric": ("kernel", [metric[name] for name in kernels]),
+        "window_buffers": ("kernel", [window_buffers[name] for name in kernels],
+                           {"long_name": "windowed kernels: shared (one buffer per window, as osu_bw) or "
+                                         "distinct (a buffer per message); empty for the others"}),
     }
     data_vars = {
         "time": ("sample", sink.array(), {"units": "s", "long_name": "time per sample (see the kernel's metric); "

@@ -51,6 +51,10 @@ def largest_size(spec: dict) -> int:
     return schedule_range(sizes)[1]
 
 
+# Kernels that keep a window of messages in flight (--window, --window-buffers).
+WINDOWED_KERNELS = ("stream.uni", "stream.bi", "multipair.stream", "rma.put", "rma.get")
+
+
 def window_buffers(spec: dict) -> str:
     """What the harness does with a windowed kernel's buffers when the campaign does not say."""
     return spec.get("window_buffers", "distinct" if spec.get("integrity") else "shared")
@@ -58,7 +62,7 @@ def window_buffers(spec: dict) -> str:
 
 def slots(kernel: str, spec: dict, nprocs: int) -> tuple[int, str]:
     """Buffers of the largest size one rank keeps at once (messages in flight), and why."""
-    if kernel in ("stream.uni", "stream.bi", "multipair.stream", "rma.put", "rma.get"):
+    if kernel in WINDOWED_KERNELS:
         if window_buffers(spec) == "shared":
             return 1, f"window {spec['window']} on one buffer"
         return spec["window"], f"window {spec['window']}, a buffer each"
