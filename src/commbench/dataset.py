@@ -16,14 +16,20 @@ from .samples import CURVE_DIMS, POINT_DIMS, curve_cube, curve_slice, from_cube,
 
 
 def open_campaign(path) -> xr.Dataset:
-    """Opens results/<campaign>/<campaign>.nc (or a results/<campaign> folder). Everything but the
-    samples is loaded; the samples stay on disk and are read where asked for. A dataset written
+    """Opens results/<campaign>/<campaign>.nc (or a results/<campaign> folder), a relative path
+    found from any working directory (commbench.locations: a notebook's folder, $COMMBENCH_RESULTS,
+    the checkout). Everything but the samples is loaded; the samples stay on disk and are read
+    where asked for. A dataset written
     before samples were ragged (a dense `time` with a `sample` dim per point) is converted."""
-    path = Path(path)
+    from .locations import candidates, resolve
+
+    path = resolve(path)
     if path.is_dir():
         path = path / f"{path.name}.nc"
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such campaign dataset (make campaign writes results/<campaign>/<campaign>.nc)")
+        tried = ", ".join(str(place) for place in candidates(path))
+        raise FileNotFoundError(f"{path}: no such campaign dataset (tried {tried}; make campaign writes "
+                                f"results/<campaign>/<campaign>.nc, ${{COMMBENCH_RESULTS}} moves results/)")
     ds = xr.open_dataset(path)
     if "commbench_version" not in ds.attrs:
         ds.close()
