@@ -113,8 +113,45 @@ def detector() -> None:
         print(f"  {name:16s} planted: {planted(truth):34s} found: {found}")
 
 
+def alignment_found(table) -> str:
+    """The alignment findings of a detect() table, and what else it found."""
+    classes = [f"size % {row.modulus:.0f} == {row.residue:.0f} {row.magnitude * 1e6:+.3f} us (score {row.score:.0f})"
+               for row in table.itertuples() if row.kind == "alignment"]
+    others = [f"{row.kind} at {row.size:.0f} B" for row in table.itertuples() if row.kind != "alignment"]
+    return "; ".join(classes) or "no alignment", ", ".join(others) or "nothing"
+
+
+def alignment() -> None:
+    print("Alignment on dense grids, 1% noise: the class slower, or every other size slower (class faster, "
+          "as aligned sizes are); true -> what detect() reports (magnitude: the class less the other sizes)")
+    latency, bandwidth = 2e-6, 5e9
+    plain = syn.GroundTruth(latency, bandwidth)
+    cases = [  # modulus, grid (step), constant penalty (x latency), relative penalty (x time)
+        (8, syn.linear(1, 2048, 1), 0.0, 0.10),
+        (64, syn.linear(1, 2048, 1), 0.10, 0.0),
+        (8, syn.linear(4, 8192, 4), 0.10, 0.0),
+        (64, syn.linear(4, 8192, 4), 0.0, 0.05),
+        (4096, syn.linear(512, 2**18, 512), 0.0, 0.10),
+    ]
+    for modulus, grid, constant, relative in cases:
+        for class_faster in (False, True):
+            planted = syn.Alignment(modulus, constant * latency, relative_penalty=relative, class_faster=class_faster)
+            effect = planted.class_effect_s(grid, plain.clean_time_s(grid))
+            table = anomalies.detect(grid, curve(grid, syn.GroundTruth(latency, bandwidth, alignment=planted), 0.01,
+                                                 seed=40 + modulus).times)
+            found, others = alignment_found(table)
+            penalty = f"{relative:.0%} of the time" if relative else f"{constant * latency * 1e6:.2f} us"
+            print(f"  {grid[1] - grid[0]} B grid to {grid[-1]} B, {'class faster' if class_faster else 'class slower'},"
+                  f" penalty {penalty:>15s}: size % {modulus} == 0 {effect * 1e6:+.3f} us -> {found}; "
+                  f"other findings: {others}")
+    for grid in (syn.linear(1, 2048, 1), syn.linear(4, 8192, 4)):
+        found, others = alignment_found(anomalies.detect(grid, curve(grid, plain, 0.01, seed=41).times))
+        print(f"  {grid[1] - grid[0]} B grid to {grid[-1]} B, nothing planted -> {found}; other findings: {others}")
+
+
 if __name__ == "__main__":
     hockney()
     piecewise()
     packets()
     detector()
+    alignment()

@@ -172,6 +172,49 @@ def test_alignment_finds_the_slow_residue_class_and_its_modulus(modulus, residue
     assert finding["magnitude"] == pytest.approx(fraction * latency, rel=0.2)
 
 
+# Dense grids, where alignment shows: every size slower but the aligned ones (class_faster) or the
+# other way round, the penalty a constant (a fraction of the latency) or a fraction of the time.
+POLARITY_CASES = [
+    # modulus, grid, constant penalty (x latency), relative penalty
+    (8, syn.linear(1, 512, 1), 0.0, 0.10),
+    (64, syn.linear(1, 512, 1), 0.10, 0.0),
+    (8, syn.linear(4, 2048, 4), 0.10, 0.0),
+    (64, syn.linear(4, 2048, 4), 0.0, 0.05),
+    (4096, syn.linear(512, 2**18, 512), 0.0, 0.10),
+]
+
+
+@pytest.mark.parametrize("class_faster", [False, True], ids=["class-slower", "aligned-faster"])
+@pytest.mark.parametrize("modulus, grid, constant, relative", POLARITY_CASES)
+def test_alignment_either_way_round_is_one_finding_with_its_modulus_and_sign(modulus, grid, constant, relative,
+                                                                             class_faster):
+    latency = 2e-6
+    alignment = syn.Alignment(modulus, constant * latency, relative_penalty=relative, class_faster=class_faster)
+    truth = syn.GroundTruth(latency, 5e9, alignment=alignment)
+    expected = alignment.class_effect_s(grid, syn.GroundTruth(latency, 5e9).clean_time_s(grid))
+    for seed in range(2):
+        noise = syn.Noise(0.01, launch_relative=0.003, **HEAVY)
+        curve = syn.generate(grid, truth, noise, n_samples=20, n_launches=(3, None)[seed], seed=seed)
+        found = anomalies.detect(curve.sizes, curve.times)
+        assert kinds(found) == ["alignment"], (seed, found)
+        finding = found.iloc[0]
+        assert (finding["modulus"], finding["residue"], finding["size"]) == (modulus, 0, modulus)
+        assert np.sign(finding["magnitude"]) == (-1 if class_faster else 1)
+        assert finding["magnitude"] == pytest.approx(expected, rel=0.1)
+
+
+def test_dense_grids_without_alignment_give_no_findings():
+    noises = [syn.Noise(0.01, launch_relative=0.003, **HEAVY),
+              syn.Noise(0.03, tail_df=2.5, outlier_fraction=0.05, outlier_scale=20.0, launch_point_relative=0.01)]
+    found = []
+    for g, grid in enumerate((syn.linear(1, 512, 1), syn.linear(4, 2048, 4))):
+        for n, noise in enumerate(noises):
+            truth = MACHINES[(g + n) % len(MACHINES)]
+            curve = syn.generate(grid, truth, noise, n_samples=20, n_launches=(3, None)[n], seed=40 + 2 * g + n)
+            found += anomalies.detect(curve.sizes, curve.times).to_dict("records")
+    assert found == []
+
+
 # --------------------------------------------------------------------------- spikes
 
 def test_spikes_that_persist_across_launches_are_found_and_one_launch_spikes_are_not():

@@ -12,12 +12,15 @@ curve, even under heavy-tailed noise, free of findings.
 The detectors run in the order in which each one's effect would confuse the next:
 packet steps (regular, many), then protocol switches on the curve with the steps
 taken out, then alignment classes and isolated spikes in what the structural model
-leaves.
+leaves. An alignment class shows either way round: a few sizes slower, or (as on most
+machines) every size slower but the aligned ones; a class found is levelled and the
+structure fitted again, since a class's sizes at the end of a segment or among the
+smallest sizes pull the first fit into switches and spikes of their own.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -256,35 +259,52 @@ def _interleaved(members: np.ndarray) -> bool:
     return starts.sum() >= 3
 
 
-def _alignment_rows(sizes, z, residual_s, threshold) -> tuple[list[dict], np.ndarray]:
-    """Residue classes (size % m == r, m = 4, 8, ...) whose residuals sit above the others'."""
-    rows, explained = [], np.zeros(sizes.size, bool)
+def _most_distinct_class(sizes, z, explained):
+    """The residue class (size % m == r, m = 4, 8, ...) whose residuals sit furthest from the
+    others', on either side: (score, modulus, residue, members), the score signed (below 0: the
+    class is faster), or None.
+
+    Either side, because alignment shows both ways: a few sizes slower (a residue class that
+    straddles a boundary) or, as on most machines, every size slower but the aligned ones. Where
+    a class and its complement split the sizes evenly (size % 8 == 0 or 4 on a 4-byte grid), both
+    descriptions score the same and the first found, residue 0, is kept: the aligned sizes.
+    """
+    best = None
+    modulus = 4
+    while modulus <= min(MAX_MODULUS, sizes[-1]):
+        residues = sizes % modulus
+        for residue in np.unique(residues):
+            members = residues == residue
+            n_in, n_out = members.sum(), (~members).sum()
+            if n_in < 3 or n_out < 3 or not _interleaved(members) or explained[members].all():
+                continue  # too few, not interleaved, or part of a class already found
+            excess = np.median(z[members]) - np.median(z[~members])
+            score = excess / (MEDIAN_EFFICIENCY * np.sqrt(1 / n_in + 1 / n_out))
+            if best is None or abs(score) > abs(best[0]):
+                best = (score, modulus, int(residue), members)
+        modulus *= 2
+    return best
+
+
+def _alignment_classes(sizes, z, residual_s, threshold) -> list[tuple[dict, np.ndarray]]:
+    """Residue classes whose residuals sit above or below the others' (see _most_distinct_class),
+    strongest first, each as its finding and its members; each class found is levelled before the
+    next is looked for. The finding's magnitude is the class's median residual less the other
+    sizes': below 0 where the class is faster."""
+    classes, explained = [], np.zeros(sizes.size, bool)
     z = z.copy()
     for _ in range(MAX_ALIGNMENT_FINDINGS):
-        best = None
-        modulus = 4
-        while modulus <= min(MAX_MODULUS, sizes[-1]):
-            residues = sizes % modulus
-            for residue in np.unique(residues):
-                members = residues == residue
-                n_in, n_out = members.sum(), (~members).sum()
-                if n_in < 3 or n_out < 3 or not _interleaved(members) or explained[members].all():
-                    continue  # too few, not interleaved, or part of a class already found
-                excess = np.median(z[members]) - np.median(z[~members])
-                score = excess / (MEDIAN_EFFICIENCY * np.sqrt(1 / n_in + 1 / n_out))
-                if best is None or score > best[0]:
-                    best = (score, modulus, int(residue), members)
-            modulus *= 2
-        if best is None or best[0] < threshold:
+        best = _most_distinct_class(sizes, z, explained)
+        if best is None or abs(best[0]) < threshold:
             break
         score, modulus, residue, members = best
-        excess_z = np.median(z[members]) - np.median(z[~members])
-        rows.append({"kind": "alignment", "size": sizes[members][0],
-                     "magnitude": float(np.median(residual_s[members]) - np.median(residual_s[~members])),
-                     "score": float(score), "modulus": float(modulus), "residue": float(residue)})
-        z[members] -= excess_z
+        row = {"kind": "alignment", "size": sizes[members][0],
+               "magnitude": float(np.median(residual_s[members]) - np.median(residual_s[~members])),
+               "score": float(abs(score)), "modulus": float(modulus), "residue": float(residue)}
+        classes.append((row, members))
+        z[members] -= np.median(z[members]) - np.median(z[~members])
         explained |= members
-    return rows, explained
+    return classes
 
 
 # --------------------------------------------------------------------------- spikes
@@ -365,24 +385,19 @@ def _fit_structure(x, y, sigma, packets, height, threshold, max_segments, min_se
     return _Structure(runs, scores, weights, height, dispersion)
 
 
-def detect(sizes, times, threshold: float = 6.0, max_segments: int = 5,
-           min_segment_sizes: int = 3, counts=None) -> pd.DataFrame:
-    """Findings of one curve, one row each; an empty table (with the columns) when there are none.
+@dataclass(frozen=True)
+class _Model:
+    """What the structure of a curve explains: its findings (packet steps, switches), the model
+    and the noise (seconds) at every size, and what the model leaves in noise units (>= 1)."""
 
-    Columns: kind (packet_steps, protocol_switch, alignment, spike); size (bytes
-    where it starts: the first size past the first packet boundary or the switch,
-    the first size of the class, the spike's size) with size_low and size_high
-    bracketing a switch or first step; magnitude (seconds: step height, jump at the
-    switch, extra time of the class, or of the spike); score (significance, in
-    noise standard deviations); period with period_low and period_high (packet
-    payloads that fit the grid equally well); modulus and residue (alignment);
-    launches (spikes: launches that show it, NaN without a launch axis);
-    bandwidth_before_Bps and bandwidth_after_Bps (switches). Columns that do not
-    apply to a kind are NaN.
-    """
-    curve = reduce_curve(sizes, times, counts)
-    if curve.sizes.size < MIN_SIZES:
-        return empty_table()
+    rows: list
+    model_s: np.ndarray
+    sigma_s: np.ndarray
+    dispersion: float
+
+
+def _structural_model(curve: Curve, threshold, max_segments, min_segment_sizes) -> _Model:
+    """Packet steps, then segments of the curve with the steps taken out."""
     x, y = curve.sizes.astype(float), curve.median_s
     # A first structural fit with relative weights (no noise level needed for that) gives
     # the noise level and a baseline for the packet search.
@@ -397,11 +412,64 @@ def detect(sizes, times, threshold: float = 6.0, max_segments: int = 5,
     staircase = structure.step_height_s * packets
     rows = [_packet_row(x, steps, structure.step_height_s)] if steps else []
     rows += _switch_rows(x, y - staircase, structure.weights, structure.runs, structure.scores)
-
     model = predict_segments(x, y - staircase, structure.weights, structure.runs) + staircase
-    residual = y - model
-    z = residual / sigma / structure.dispersion
-    alignment, explained = _alignment_rows(curve.sizes, z, residual, threshold)
-    rows += alignment
-    rows += _spike_rows(curve, z, residual, model, explained, threshold)
+    return _Model(rows, model, sigma, structure.dispersion)
+
+
+def _levelled(curve: Curve, fit: _Model, classes) -> Curve:
+    """The curve with each class brought to the level of the other sizes, by a constant or in
+    proportion to the time (an alignment penalty can be either), whichever leaves the class's
+    sizes closer together. Each size is levelled from its own time, not from the model: where
+    the model is off (a class size that starts a segment), it would carry the error over."""
+    y = curve.median_s.copy()
+    for _, members in classes:
+        residual, relative = y - fit.model_s, y / fit.model_s - 1
+        constant = np.median(residual[members]) - np.median(residual[~members])
+        ratio = 1 + np.median(relative[members]) - np.median(relative[~members])
+        candidates = [np.where(members, y - constant, y), np.where(members, y / ratio, y)]
+        spreads = [robust_sd(((levelled - fit.model_s) / fit.sigma_s)[members]) for levelled in candidates]
+        y = candidates[int(np.argmin(spreads))]
+    return replace(curve, median_s=y)
+
+
+def detect(sizes, times, threshold: float = 6.0, max_segments: int = 5,
+           min_segment_sizes: int = 3, counts=None) -> pd.DataFrame:
+    """Findings of one curve, one row each; an empty table (with the columns) when there are none.
+
+    Columns: kind (packet_steps, protocol_switch, alignment, spike); size (bytes
+    where it starts: the first size past the first packet boundary or the switch,
+    the first size of the class, the spike's size) with size_low and size_high
+    bracketing a switch or first step; magnitude (seconds: step height, jump at the
+    switch, time of the class less that of the other sizes (below 0: the class is
+    faster, as aligned sizes usually are), or the spike's extra time); score
+    (significance, in noise standard deviations); period with period_low and
+    period_high (packet payloads that fit the grid equally well); modulus and residue
+    (alignment: the sizes with size % modulus == residue); launches (spikes: launches
+    that show it, NaN without a launch axis); bandwidth_before_Bps and
+    bandwidth_after_Bps (switches). Columns that do not apply to a kind are NaN.
+    """
+    curve = reduce_curve(sizes, times, counts)
+    if curve.sizes.size < MIN_SIZES:
+        return empty_table()
+    options = (threshold, max_segments, min_segment_sizes)
+    fit = _structural_model(curve, *options)
+    classes = _alignment_classes(curve.sizes, *_standardised(curve, fit), threshold)
+    if classes:
+        # A class of sizes off the others pulls the structural fit where few other sizes hold
+        # it (the end of a segment, the smallest sizes of a page-sized class): a switch or a
+        # spike appears that is the class's doing. The structure is fitted again without it.
+        fit = _structural_model(_levelled(curve, fit, classes), *options)
+        classes = _alignment_classes(curve.sizes, *_standardised(curve, fit), threshold)
+    z, residual = _standardised(curve, fit)
+    explained = np.zeros(curve.sizes.size, bool)
+    for _, members in classes:
+        explained |= members
+    rows = fit.rows + [row for row, _ in classes]
+    rows += _spike_rows(curve, z, residual, fit.model_s, explained, threshold)
     return _table(rows)
+
+
+def _standardised(curve: Curve, fit: _Model) -> tuple[np.ndarray, np.ndarray]:
+    """The curve's residuals from the model, in noise units and in seconds."""
+    residual = curve.median_s - fit.model_s
+    return residual / fit.sigma_s / fit.dispersion, residual

@@ -4,8 +4,8 @@ A curve is built from what a real one is made of: a latency and a bandwidth;
 protocol switches that change either from some size on (eager to rendezvous:
 a jump, a new slope, or both); packets, each costing some header bytes on the wire
 (a step wherever a message needs one packet more); a residue class of sizes that is slower
-(alignment); a few sizes that are slower in every launch (spikes); and the noise
-of a real machine: multiplicative heavy-tailed noise per sample (Student t),
+or, as aligned sizes are, faster (alignment); a few sizes that are slower in every launch
+(spikes); and the noise of a real machine: multiplicative heavy-tailed noise per sample (Student t),
 rare large delays (a preempted process), and a shift per launch. Everything is
 drawn from one seed, so a test that fails fails again.
 """
@@ -38,11 +38,37 @@ class Packets:
 
 @dataclass(frozen=True)
 class Alignment:
-    """Sizes with size % modulus == residue take `penalty_s` longer."""
+    """Sizes with size % modulus == residue take `penalty_s` longer, plus `relative_penalty`
+    times their clean time (a penalty that grows with the message, as a slower copy's does).
+
+    With `class_faster`, it is the other way round, as on most machines: every size
+    outside the class pays the penalty and the class (aligned sizes: multiples of 8, 64,
+    a page) is the faster minority.
+    """
 
     modulus: int
-    penalty_s: float
+    penalty_s: float = 0.0
     residue: int = 0
+    relative_penalty: float = 0.0
+    class_faster: bool = False
+
+    def slower(self, sizes) -> np.ndarray:
+        """Which of `sizes` pay the penalty."""
+        in_class = np.asarray(sizes).astype(np.int64) % self.modulus == self.residue
+        return ~in_class if self.class_faster else in_class
+
+    def penalty(self, sizes, clean_s) -> np.ndarray:
+        """The time the alignment adds to each size whose clean time is `clean_s`."""
+        return np.where(self.slower(sizes), self.penalty_s + self.relative_penalty * clean_s, 0.0)
+
+    def class_effect_s(self, sizes, clean_s) -> float:
+        """How much longer the class's sizes take than the other sizes would at the same size
+        (median over the class; below 0 where the class is faster): what a detector should
+        report. `clean_s`: the times of `sizes` without the alignment."""
+        sizes, clean_s = np.asarray(sizes), np.asarray(clean_s, float)
+        in_class = sizes.astype(np.int64) % self.modulus == self.residue
+        penalty = self.penalty_s + self.relative_penalty * clean_s[in_class]
+        return float(np.median(-penalty if self.class_faster else penalty))
 
 
 @dataclass(frozen=True)
@@ -109,8 +135,7 @@ class GroundTruth:
             wire += self.packets.overhead_bytes * packets
         time = latency + wire / bandwidth
         if self.alignment:
-            slow = sizes.astype(np.int64) % self.alignment.modulus == self.alignment.residue
-            time = time + np.where(slow, self.alignment.penalty_s, 0.0)
+            time = time + self.alignment.penalty(sizes, time)
         return time
 
 
