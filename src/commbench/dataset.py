@@ -191,3 +191,13 @@ class CommbenchAccessor:
             empty = empty_table()
             tables = [empty.assign(**{dim: pd.Series(dtype=object) for dim in CURVE_DIMS})]
         return pd.concat(tables, ignore_index=True)[[*CURVE_DIMS, *COLUMNS]]
+
+    def guidelines(self, **options):
+        """Measurements that the same library's other measurements contradict beyond noise (time
+        that drops with size, a collective slower than a mock-up of simpler calls, Ssend faster than
+        Send), one row per range of sizes, as a pandas DataFrame; kept apart from anomalies(), which
+        looks at one curve at a time. See commbench.guidelines for the columns, the method and
+        `options` (min_effect, confidence)."""
+        from .guidelines import check
+
+        return check(self._ds, **options)
