@@ -20,7 +20,7 @@ from conftest import REPO
 pytestmark = pytest.mark.mpi
 
 # 04-report is run by the workflow's report rule on every campaign; the tiny one's run is checked below.
-NOTEBOOKS = ("01-explore", "02-models", "03-anomalies")
+NOTEBOOKS = ("01-explore", "02-models", "03-anomalies", "06-compare")
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +52,11 @@ def test_notebooks_are_committed_without_outputs():
 def test_static_figures_are_valid_images(tiny):
     manifest = json.loads((tiny / "figures" / "manifest.json").read_text())
     names = {figure["name"] for figure in manifest["figures"]}
-    # Two libraries and an on-node and an emulated off-node placement: both comparisons drawn.
-    assert names == {"library-comparison-1N2P", "library-comparison-2N1P",
+    # Two libraries and an on-node and an emulated off-node placement: both comparisons drawn, and
+    # the report opens with the second library row against the first, both placements in one figure.
+    assert names == {"compare-mpich-5.0.2-openmpi-5.0.11", "library-comparison-1N2P", "library-comparison-2N1P",
                      "placement-comparison-mpich-5.0.2", "placement-comparison-openmpi-5.0.11"}, names
+    assert manifest["figures"][0]["name"] == manifest["comparisons"][0]["figures"][0]
     for figure in manifest["figures"]:
         png, svg = tiny / "figures" / f"{figure['name']}.png", tiny / "figures" / f"{figure['name']}.svg"
         with Image.open(png) as image:
@@ -124,10 +126,12 @@ def test_report_renders_in_headless_chromium(tiny):
     finally:
         driver.quit()
     assert not errors, errors
-    # Every figure of the manifest became one rendered Bokeh plot (each a grid of time and bandwidth).
-    assert state == {"roots": 4, "plots": 4, "idle": True}, state
-    assert sections == len(manifest["figures"]) == 4
+    # Every figure of the manifest became one rendered Bokeh plot (each a grid: time and bandwidth, or
+    # the ratio of the two libraries in each placement).
+    assert state == {"roots": 5, "plots": 5, "idle": True}, state
+    assert sections == len(manifest["figures"]) == 5
     # Self-contained: no script or stylesheet comes from anywhere else.
     page = (tiny / "report.html").read_text()
     assert "<script src=" not in page and "<link rel=\"stylesheet\"" not in page
-    assert all(label in page for label in ("mpich-5.0.2", "openmpi-5.0.11", "1N2P", "2N1P", "Provenance"))
+    assert all(label in page for label in ("mpich-5.0.2", "openmpi-5.0.11", "1N2P", "2N1P", "Provenance",
+                                           "What changed"))

@@ -126,7 +126,8 @@ def validate_campaign(config: dict, source: str = "<campaign>") -> dict:
 
 
 def _check_consistency(config: dict, source: str) -> None:
-    """What the schema cannot say: unique placement names, ordered sizes and sample bounds."""
+    """What the schema cannot say: unique placement names, ordered sizes, sample bounds, and
+    `compare:` pairs of two of the campaign's library rows."""
     problems = []
     names = [p["name"] for p in config["placements"]]
     for name in sorted({n for n in names if names.count(n) > 1}):
@@ -158,12 +159,30 @@ def _check_consistency(config: dict, source: str) -> None:
             if odd:
                 problems.append(f"kernels.{entry}.sizes: with datatype {spec['datatype']}, sizes must be "
                                 f"multiples of {element} bytes; not: {', '.join(map(str, odd))}")
+    problems += _compare_problems(config)
     precision = config["precision"]
     if precision["max_samples"] < precision["min_samples"]:
         problems.append(f"precision.max_samples ({precision['max_samples']}) is below "
                         f"precision.min_samples ({precision['min_samples']})")
     if problems:
         raise CampaignError(f"{source}: invalid campaign file\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def _compare_problems(config: dict) -> list[str]:
+    """Each `compare:` pair names two different library rows of the campaign."""
+    rows = list(config["libraries"])
+    problems = []
+    for index, pair in enumerate(config.get("compare", [])):
+        for role in ("baseline", "candidate"):
+            if pair[role] not in rows:
+                close = difflib.get_close_matches(pair[role], rows, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(f"compare[{index}].{role}: {pair[role]!r} is not a library row{hint}; "
+                                f"allowed values: {', '.join(rows)}")
+        if pair["baseline"] == pair["candidate"]:
+            problems.append(f"compare[{index}]: baseline and candidate are both {pair['baseline']!r}; "
+                            "a pair compares two different library rows")
+    return problems
 
 
 def known_kernels() -> list[str]:

@@ -156,6 +156,8 @@ def main(argv=None) -> int:
                                                 "(runs notebooks/04-report.ipynb with papermill)")
     report.add_argument("target", help="campaign file or dataset (.nc)")
     report.add_argument("--output-dir", help="where report.html and figures/ go (default: the dataset's folder)")
+    report.add_argument("--baseline", metavar="OTHER", help="another campaign's dataset (.nc) or campaign file: "
+                        "the report also compares this campaign against it (commbench compare's method)")
     compare_parser = commands.add_parser(
         "compare", help="candidate against baseline, cell by cell: what changed, where, by how much, is it real")
     compare_parser.add_argument("baseline", help="dataset (.nc) or campaign file of the baseline")
@@ -183,9 +185,13 @@ def main(argv=None) -> int:
             print(f"{args.campaign}: ok, campaign {campaign.name!r}, {sum(1 for _ in campaign.runs())} launches")
             return 0
         if args.command == "report":
-            from .report import run_report_notebook
+            from .report import baseline_warnings, run_report_notebook
 
-            print(f"report: {run_report_notebook(_dataset_path(args.target), args.output_dir)}")
+            dataset = _dataset_path(args.target)
+            baseline = _dataset_path(args.baseline) if args.baseline else None
+            for line in baseline_warnings(dataset, baseline) if baseline else []:
+                print(f"commbench report: warning: measured differently: {line}", file=sys.stderr)
+            print(f"report: {run_report_notebook(dataset, args.output_dir, baseline=baseline)}")
             return 0
         if args.command == "compare":
             return compare(args.baseline, args.candidate, args.map, args.min_effect, args.confidence,

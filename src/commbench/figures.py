@@ -24,6 +24,7 @@ import xarray as xr
 
 from . import dataset  # noqa: F401  (registers ds.commbench, which ReportData uses)
 from .campaign import kernel_of
+from .compare import VERDICTS, across, changed_ranges, describe_range, provenance_differences, within
 
 MB = 1e6
 US = 1e-6
@@ -51,6 +52,7 @@ class Figure:
     title: str
     caption: str
     build: object      # () -> HoloViews object, called once per backend
+    panels: int = 1    # small multiples: what drawing it costs grows with them
 
 
 @dataclass
@@ -69,11 +71,13 @@ class Table:
 
 
 class ReportData:
-    """A dataset and what every figure needs from it, computed once."""
+    """A dataset and what every figure needs from it, computed once; `baseline`, another campaign's
+    dataset, adds a comparison of this one against it."""
 
-    def __init__(self, ds: xr.Dataset, n_boot: int = 200):
+    def __init__(self, ds: xr.Dataset, n_boot: int = 200, baseline: xr.Dataset | None = None):
         self.ds = ds
         self.n_boot = n_boot
+        self.baseline = baseline
         # The validated campaign, as collected: kernel options (method, halo...) and report notes.
         self.config = json.loads(ds.attrs.get("campaign_config", "{}"))
 
@@ -108,6 +112,11 @@ class ReportData:
     @cached_property
     def findings(self) -> pd.DataFrame:
         return self.ds.commbench.anomalies()
+
+    @cached_property
+    def comparisons(self) -> list:
+        """Comparison (or Skipped) of each library-row pair, then of each row against the baseline campaign."""
+        return library_row_comparisons(self) + baseline_comparisons(self)
 
     def has(self, kernel: str) -> bool:
         return kernel in set(self.points["kernel"])
@@ -522,3 +531,194 @@ def all_tables(data: ReportData) -> tuple[list[Table], list[Skipped]]:
 
 def all_figures(data: ReportData) -> list:
     return [item for make in FIGURES for item in make(data)]
+
+
+# ----------------------------------------------------------------------------- comparisons
+
+# Small multiples per figure; a comparison with more panels gets one figure per kernel family.
+MAX_PANELS = 12
+PANEL_COLUMNS = 3
+VERDICT_COLOURS = {"regressed": "#d62728", "improved": "#2ca02c"}
+RATIO_COLOUR = "#1f77b4"
+
+
+@dataclass
+class Comparison:
+    """Candidate against baseline (commbench.compare's result over placement, kernel and size),
+    with how its rows were matched and what differs in how the two were measured."""
+
+    name: str          # file stem prefix of its figures
+    title: str
+    result: xr.Dataset
+    matched: str
+    warnings: tuple[str, ...] = ()
+    asked: bool = True     # False: a default pair (first row against another), not one the campaign listed
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Verdicts of the cells either side measured: sizes no kernel of a placement ran are not 'missing'."""
+        result = self.result
+        measured = ((result["baseline_launches"] > 0) | (result["candidate_launches"] > 0)).values
+        verdicts = result["verdict"].values[measured]
+        return {verdict: int((verdicts == verdict).sum()) for verdict in VERDICTS}
+
+    @property
+    def statement(self) -> str:
+        """The method and the false-discovery control, as printed under the table."""
+        attrs = self.result.attrs
+        return (f"Method: {attrs['method']}. Multiple testing: {attrs['multiple_testing']}; a size range is "
+                f"listed where q <= {1 - attrs['confidence']:g} and the change is at least "
+                f"{attrs['min_effect']:.0%}.")
+
+
+def comparison_pairs(data: ReportData) -> list[tuple[str, str]]:
+    """(baseline, candidate) library rows: the campaign's `compare:` pairs, else the first row against each other."""
+    listed = data.config.get("compare")
+    if listed:
+        return [(pair["baseline"], pair["candidate"]) for pair in listed]
+    rows = data.libraries
+    return [(rows[0], other) for other in rows[1:]]
+
+
+def _has_data(ds: xr.Dataset, library: str) -> bool:
+    return library in ds["library"].values and bool((ds["sample_count"].sel(library=library) > 0).any())
+
+
+def library_row_comparisons(data: ReportData) -> list:
+    items, asked = [], bool(data.config.get("compare"))
+    for baseline, candidate in comparison_pairs(data):
+        name, title = f"compare-{baseline}-{candidate}", f"{candidate} against {baseline}"
+        empty = [row for row in (baseline, candidate) if not _has_data(data.ds, row)]
+        if empty:
+            items.append(Skipped(name, title, f"library row {', '.join(empty)} has no data in this dataset"))
+            continue
+        result = within(data.ds, baseline, candidate, dim="library")
+        items.append(Comparison(name, title, result, f"library rows of this campaign: baseline {baseline}, "
+                                                     f"candidate {candidate}", asked=asked))
+    return items
+
+
+def baseline_comparisons(data: ReportData) -> list:
+    """Each library row against the same row (or, one row each, the only row) of the baseline campaign."""
+    if data.baseline is None:
+        return []
+    campaign = str(data.baseline.attrs.get("campaign", "baseline"))
+    try:
+        result = across(data.baseline, data.ds)
+    except ValueError as error:
+        return [Skipped(f"baseline-{campaign}", f"Against campaign {campaign}", str(error))]
+    warnings = tuple(provenance_differences(data.baseline, data.ds))
+    items = []
+    for library in (str(v) for v in result["library"].values):
+        items.append(Comparison(f"baseline-{campaign}-{library}", f"{library} against campaign {campaign}",
+                                result.sel(library=library, drop=True),
+                                f"library rows of the two campaigns: {result.attrs['library_map']}", warnings))
+    return items
+
+
+def comparison_panels(result: xr.Dataset) -> list[tuple[str, str, pd.DataFrame]]:
+    """(kernel, placement, rows) of every curve with a compared size (a log axis has no 0 B), kernel
+    by kernel in the dataset's (the campaign's) order."""
+    frame = result[["ratio", "ratio_low", "ratio_high", "verdict"]].to_dataframe().reset_index()
+    frame = frame[(frame["verdict"] != "missing") & (frame["size"] > 0)]
+    curves = {key: rows.sort_values("size") for key, rows in frame.groupby(["kernel", "placement"])}
+    return [(str(kernel), str(placement), curves[kernel, placement]) for kernel in result["kernel"].values
+            for placement in result["placement"].values if (kernel, placement) in curves]
+
+
+def _columns(group: list) -> int:
+    """One column per placement where every kernel of the figure ran in the same ones (a row per
+    kernel), else PANEL_COLUMNS."""
+    placements: dict[str, list] = {}
+    for kernel, placement, _ in group:
+        placements.setdefault(kernel, []).append(placement)
+    shapes = {tuple(names) for names in placements.values()}
+    width = len(next(iter(shapes)))
+    return width if len(shapes) == 1 and 1 < width <= 4 else min(PANEL_COLUMNS, len(group))
+
+
+def kernel_family(kernel: str) -> str:
+    """'pingpong.send@small' -> 'pingpong'."""
+    return kernel_of(kernel).split(".", 1)[0]
+
+
+def _panel_groups(panels: list) -> list[tuple[str, list]]:
+    """All panels in one figure when they fit, else one figure per kernel family (split past MAX_PANELS)."""
+    if len(panels) <= MAX_PANELS:
+        return [("", panels)]
+    families: dict[str, list] = {}
+    for panel in panels:
+        families.setdefault(kernel_family(panel[0]), []).append(panel)
+    groups = []
+    for family, members in families.items():
+        parts = [members[i:i + MAX_PANELS] for i in range(0, len(members), MAX_PANELS)]
+        groups += [(family if len(parts) == 1 else f"{family}-{n + 1}", part) for n, part in enumerate(parts)]
+    return groups
+
+
+def _ratio_limits(rows: pd.DataFrame) -> tuple[float, float]:
+    """A y range that shows every ratio and the line at 1; an interval far wider than the ratios'
+    spread (few launches) runs off the panel rather than flattening the ratios."""
+    smallest, largest = min(float(rows["ratio"].min()), 1.0), max(float(rows["ratio"].max()), 1.0)
+    low = max(np.nanmin([smallest, *rows["ratio_low"]]), smallest / 2)
+    high = min(np.nanmax([largest, *rows["ratio_high"]]), largest * 2)
+    pad = 0.05 * (high - low) or 0.05
+    return max(low - pad, 0.0), high + pad
+
+
+def _ratio_panel(rows: pd.DataFrame, title: str) -> hv.Overlay:
+    """Ratio against size (log x) with its interval shaded, a line at 1, and changed sizes marked."""
+    bokeh = hv.Store.current_backend == "bokeh"
+    layers = [hv.Area(rows, "size", ["ratio_low", "ratio_high"]).opts(
+                  color=RATIO_COLOUR, alpha=0.25, **({"line_alpha": 0} if bokeh else {"linewidth": 0})),
+              hv.HLine(1.0).opts(color="black", **({"line_dash": "dashed"} if bokeh else {"linestyle": "dashed"})),
+              hv.Curve(rows, "size", "ratio").opts(color=RATIO_COLOUR)]
+    for verdict, colour in VERDICT_COLOURS.items():
+        changed = rows[rows["verdict"] == verdict]
+        if len(changed):
+            layers.append(hv.Scatter(changed, "size", ["ratio", "verdict"], label=verdict)
+                          .opts(color=colour, **({"size": 7, "tools": ["hover"]} if bokeh else {"s": 18})))
+    size = {"width": 360, "height": 250} if bokeh else {"fig_inches": (4.5, 3.0)}
+    return hv.Overlay(layers).opts(title=title, xlabel="size (B)", ylabel="candidate / baseline time",
+                                   logx=True, xticks=_decades(rows["size"]), ylim=_ratio_limits(rows),
+                                   show_legend=False, **size)
+
+
+def _decades(sizes: pd.Series) -> list[float]:
+    """Ticks at the powers of ten inside the sizes' span (many panels drawn at once: no minor ticks);
+    a span without two of them is marked at its ends."""
+    low, high = np.log10(float(sizes.min())), np.log10(float(sizes.max()))
+    ticks = [float(10 ** k) for k in range(int(np.ceil(low)), int(np.floor(high)) + 1)]
+    return ticks if len(ticks) >= 2 else [float(sizes.min()), float(sizes.max())]
+
+
+def ratio_figures(comparison: Comparison) -> list:
+    panels = comparison_panels(comparison.result)
+    if not panels:
+        return [Skipped(comparison.name, comparison.title, "no size was measured by both")]
+    figures = []
+    for family, group in _panel_groups(panels):
+        def build(group=group):
+            overlays = [_ratio_panel(rows, f"{kernel} {placement}") for kernel, placement, rows in group]
+            if len(overlays) == 1:
+                return overlays[0]
+            layout = hv.Layout(overlays).cols(_columns(group))
+            return layout.opts(shared_axes=False) if hv.Store.current_backend == "bokeh" else layout
+
+        which = f", {family} kernels" if family else ""
+        figures.append(Figure(comparison.name + (f"-{family}" if family else ""),
+                              f"{comparison.title}: ratio against size{which}",
+                              f"Candidate / baseline time against size, one panel per kernel and placement; "
+                              f"shaded: the ratio's {comparison.result.attrs['confidence']:.0%} interval; dashed: "
+                              f"no change; red points regressed, green improved.", build, panels=len(group)))
+    return figures
+
+
+def changed_ranges_table(comparison: Comparison) -> Table:
+    ranges = changed_ranges(comparison.result)
+    frame = pd.DataFrame({"change": [describe_range(row) for _, row in ranges.iterrows()],
+                          "verdict": ranges["verdict"].tolist(), "sizes": ranges["sizes"].tolist(),
+                          "q value": ranges["q_value"].tolist()})
+    return Table(f"{comparison.name}-ranges", f"{comparison.title}: changed size ranges",
+                 "Consecutive measured sizes with the same verdict, with the median ratio's change and "
+                 "interval over the range and the smallest q value.", frame)

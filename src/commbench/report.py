@@ -4,6 +4,10 @@
 executes that notebook with papermill (the workflow's report rule and `make report`
 both go through it), so the report is always the notebook's output.
 
+Where the campaign has two or more library rows (or a baseline campaign is given), the
+report opens with what changed: per compared pair, the ratio against size per kernel and
+placement, and the size ranges that changed with their verdict and q value.
+
 The HTML is self-contained: BokehJS and its CSS are inlined, so it opens offline.
 Static copies of every figure (PNG and SVG, through hvPlot's matplotlib backend) go
 to figures/, listed with the skipped figures in figures/manifest.json.
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -21,7 +26,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import xarray as xr
 
-from .figures import Figure, ReportData, Skipped, Table, all_figures, all_tables
+from .figures import (MAX_PANELS, Comparison, Figure, ReportData, Skipped, Table, all_figures, all_tables,
+                      changed_ranges_table, ratio_figures)
 from .provenance import REPO_ROOT
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "04-report.ipynb"
@@ -117,6 +123,70 @@ def provenance_tables(ds: xr.Dataset) -> list[Table]:
                   "node emulated on one host over the network path.", placements)]
 
 
+# ----------------------------------------------------------------------------- comparisons
+
+@dataclass
+class ComparisonSection:
+    comparison: Comparison
+    figures: list[Figure]
+    skipped: list[Skipped]
+    table: Table
+
+
+# Ratio figures per report, kept bounded: each panel costs about a quarter of a second to draw in both
+# backends, and a broad campaign has dozens of kernel-placement curves per pair. Pairs the campaign
+# lists under `compare:` (and a baseline campaign) are drawn up to MAX_COMPARISON_FIGURES figures;
+# the default pairs (first row against each other) up to MAX_PANELS panels in all. Past these, a
+# comparison keeps its verdict counts and table; notebooks/06-compare.ipynb draws any comparison.
+MAX_COMPARISON_FIGURES = 16
+
+
+def comparison_sections(data: ReportData) -> tuple[list[ComparisonSection], list[Skipped]]:
+    """Every comparison's ratio figures and changed size ranges; the pairs that could not be compared."""
+    sections, skipped = [], []
+    budget = {"figures": MAX_COMPARISON_FIGURES, "default panels": MAX_PANELS}
+    for item in data.comparisons:
+        if isinstance(item, Skipped):
+            skipped.append(item)
+            continue
+        drawn = ratio_figures(item)
+        kept, left_out = [], [f for f in drawn if isinstance(f, Skipped)]
+        for figure in (f for f in drawn if isinstance(f, Figure)):
+            reason = _over_budget(item, figure, budget)
+            if reason:
+                left_out.append(Skipped(figure.name, figure.title, reason))
+            else:
+                kept.append(figure)
+        sections.append(ComparisonSection(item, kept, left_out, changed_ranges_table(item)))
+    return sections, skipped
+
+
+def _over_budget(comparison: Comparison, figure: Figure, budget: dict) -> str:
+    """Why `figure` is left out of the report (empty: it is drawn, and spends from `budget`)."""
+    if budget["figures"] == 0:
+        return (f"the report draws at most {MAX_COMPARISON_FIGURES} comparison figures; "
+                "notebooks/06-compare.ipynb draws this one")
+    if not comparison.asked and figure.panels > budget["default panels"]:
+        budget["default panels"] = 0      # the first kernels in campaign order, not a pick of small families
+        return (f"the report draws {MAX_PANELS} panels of the comparisons a campaign does not list; list this "
+                "pair under `compare:` in the campaign file, or see notebooks/06-compare.ipynb")
+    budget["figures"] -= 1
+    if not comparison.asked:
+        budget["default panels"] -= figure.panels
+    return ""
+
+
+def baseline_warnings(dataset, baseline) -> list[str]:
+    """What differs in how a baseline campaign was measured (commbench.compare.provenance_differences);
+    raises ValueError when the two campaigns share no library row to compare."""
+    from .compare import across, provenance_differences
+    from .dataset import open_campaign
+
+    base, current = open_campaign(baseline), open_campaign(dataset)
+    across(base, current)
+    return provenance_differences(base, current)
+
+
 # ----------------------------------------------------------------------------- HTML
 
 STYLE = """
@@ -138,21 +208,57 @@ def _table_html(table: Table) -> str:
             f"<p class='caption'>{html.escape(table.caption)}</p>{body}")
 
 
+def _figure_html(figure: Figure, div: str) -> str:
+    return (f"<section class='figure' id='fig-{figure.name}'><h3>{html.escape(figure.title)}</h3>{div}"
+            f"<p class='caption'>{html.escape(figure.caption)} Static copies: figures/{figure.name}.png, .svg</p>"
+            "</section>")
+
+
+def _comparisons_html(sections: list[ComparisonSection], skipped: list[Skipped], divs: dict[str, str]) -> str:
+    """The 'What changed' section: per comparison its verdict counts, ratio figures, changed size
+    ranges, and the method and false-discovery statement under them."""
+    if not sections and not skipped:
+        return ""
+    parts = ["<h2 id='what-changed'>What changed</h2><p class='caption'>Each candidate against its baseline, "
+             "cell by cell (kernel, placement, size): the ratio of their times with its interval, and a verdict "
+             "that controls the false discovery rate over all the comparison's cells.</p>"]
+    for section in sections:
+        comparison = section.comparison
+        counts = ", ".join(f"{n} {verdict}" for verdict, n in comparison.counts.items() if n)
+        parts.append(f"<h3 id='{comparison.name}'>{html.escape(comparison.title)}</h3><p class='caption'>"
+                     f"Matched: {html.escape(comparison.matched)}. Cells: {html.escape(counts)}.</p>")
+        parts += [f"<p class='flag'><b>Measured differently</b>: {html.escape(line)}</p>"
+                  for line in comparison.warnings]
+        parts += [_figure_html(figure, divs[figure.name]) for figure in section.figures]
+        parts += [f"<p class='skipped'>{html.escape(s.title)}: skipped, {html.escape(s.reason)}</p>"
+                  for s in section.skipped]
+        table = section.table
+        body = ("<p class='caption'>No size range changed.</p>" if table.frame.empty else
+                table.frame.to_html(index=False, na_rep="", escape=True, float_format=lambda v: f"{v:.3g}"))
+        parts.append(f"<h4 id='{table.name}'>{html.escape(table.title)}</h4>{body}"
+                     f"<p class='caption'>{html.escape(comparison.statement)}</p>")
+    parts += [f"<p class='skipped'><b>{html.escape(s.title)}</b>: not compared, {html.escape(s.reason)}</p>"
+              for s in skipped]
+    return "".join(parts)
+
+
 def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], tables: list[Table],
-                provenance: list[Table], title: str) -> str:
+                provenance: list[Table], title: str, comparisons: list[ComparisonSection] = (),
+                comparisons_skipped: list[Skipped] = ()) -> str:
     from bokeh.embed import components
     from bokeh.embed.bundle import bundle_for_objs_and_resources
     from bokeh.resources import INLINE
 
-    models = [hv.render(build_with("bokeh", figure), backend="bokeh") for figure in figures]
+    every_figure = [figure for section in comparisons for figure in section.figures] + list(figures)
+    models = [hv.render(build_with("bokeh", figure), backend="bokeh") for figure in every_figure]
     script, divs = components(models) if models else ("", [])
     # Only the BokehJS these models use, inlined. All registered extensions (INLINE.render())
     # would pull in one that loads a module shim from a relative URL, an error offline.
     bundle = bundle_for_objs_and_resources(models, INLINE) if models else None
     resources = (bundle.scripts() + "".join(f"<style>{css}</style>" for css in bundle.css_raw)) if bundle else ""
-    sections = [f"<section class='figure' id='fig-{f.name}'><h3>{html.escape(f.title)}</h3>{div}"
-                f"<p class='caption'>{html.escape(f.caption)} Static copies: figures/{f.name}.png, .svg</p></section>"
-                for f, div in zip(figures, divs)]
+    divs = dict(zip((figure.name for figure in every_figure), divs))
+    sections = [_figure_html(figure, divs[figure.name]) for figure in figures]
+    changed = _comparisons_html(list(comparisons), list(comparisons_skipped), divs)
     skipped_html = "".join(f"<li class='skipped'><b>{html.escape(s.title)}</b>: skipped, {html.escape(s.reason)}</li>"
                            for s in skipped)
     integrity = next(t for t in tables if t.name == "integrity-errors")
@@ -184,6 +290,7 @@ def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], t
 Dataset dims: {html.escape(", ".join(f"{k} {v}" for k, v in ds.sizes.items()))}.
 Report written {datetime.now(timezone.utc).isoformat(timespec="seconds")} from the dataset alone.</p>
 {flags}
+{changed}
 {notes}
 <h2>Figures</h2>
 {"".join(sections) or "<p>No figure could be drawn from this dataset.</p>"}
@@ -212,25 +319,37 @@ def write_report(data: ReportData, directory, title: str | None = None) -> dict:
     study_tables, skipped_tables = all_tables(data)
     tables = study_tables + [findings_table(data), failed_runs_table(data.ds), integrity_table(data.ds)]
     skipped += skipped_tables
+    comparisons, not_compared = comparison_sections(data)
+    compared_figures = [figure for section in comparisons for figure in section.figures]
     manifest = {"campaign": data.ds.attrs.get("campaign", ""), "figures": [], "skipped": [],
-                "tables": [t.name for t in tables]}
-    for figure in figures:
+                "tables": [t.name for t in tables], "comparisons": [comparison_entry(s) for s in comparisons]}
+    for figure in compared_figures + figures:
         manifest["figures"].append({"name": figure.name, "title": figure.title,
                                     "files": save_static(figure, figures_dir)})
-    manifest["skipped"] = [{"name": s.name, "title": s.title, "reason": s.reason} for s in skipped]
+    skipped_everywhere = not_compared + [s for section in comparisons for s in section.skipped] + skipped
+    manifest["skipped"] = [{"name": s.name, "title": s.title, "reason": s.reason} for s in skipped_everywhere]
     manifest["integrity_errors"] = int(len(tables[-1].frame))
     study = data.config.get("report", {}).get("study")
     title = title or f"commbench report: {study or data.ds.attrs.get('campaign', 'campaign')}"
-    page = render_html(data.ds, figures, skipped, tables, provenance_tables(data.ds), title)
+    page = render_html(data.ds, figures, skipped, tables, provenance_tables(data.ds), title, comparisons,
+                       not_compared)
     (directory / "report.html").write_text(page)
     (figures_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return manifest
 
 
-def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK) -> Path:
+def comparison_entry(section: ComparisonSection) -> dict:
+    comparison = section.comparison
+    return {"name": comparison.name, "title": comparison.title, "counts": comparison.counts,
+            "figures": [figure.name for figure in section.figures],
+            "changed_ranges": section.table.frame.to_dict("records"), "warnings": list(comparison.warnings)}
+
+
+def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK, baseline=None) -> Path:
     """Executes notebooks/04-report.ipynb with papermill on `dataset`; the executed copy is kept
     beside the report (report.ipynb) as the record of how it was made. The figures are drawn
-    into report.html and figures/ only, not into the executed notebook as well."""
+    into report.html and figures/ only, not into the executed notebook as well. With `baseline`
+    (another campaign's dataset) the report also compares this campaign against it."""
     import papermill
 
     output_dir = Path(output_dir) if output_dir else report_dir(dataset)
@@ -238,6 +357,7 @@ def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK) -> 
     executed = output_dir / "report.ipynb"
     papermill.execute_notebook(str(notebook), str(executed), cwd=str(REPO_ROOT), progress_bar=False,
                                parameters={"dataset": str(Path(dataset).resolve()),
-                                           "output_dir": str(output_dir.resolve()), "show_figures": False})
+                                           "output_dir": str(output_dir.resolve()), "show_figures": False,
+                                           "baseline": str(Path(baseline).resolve()) if baseline else ""})
     return output_dir / "report.html"
 

@@ -2,8 +2,8 @@
 
 HoloViews' matplotlib backend costs about 1.5 s a figure, most of it its own plotting machinery;
 the report's figures use a few element kinds (lines and markers from hvPlot, shaded intervals,
-vertical marks, overlays and side-by-side layouts), which matplotlib draws in a fraction of
-that. The interactive page still renders the same objects with Bokeh. Anything else raises
+vertical and horizontal marks, overlays and side-by-side layouts), which matplotlib draws in a
+fraction of that. The interactive page still renders the same objects with Bokeh. Anything else raises
 Unsupported, and report.save_static falls back to HoloViews' renderer for that figure.
 """
 
@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullLocator  # noqa: E402
 
 PANEL_INCHES = (6.5, 4.2)
 COLOURS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -70,8 +71,9 @@ def _panel(ax, panel) -> None:
         base = label.replace(" bounds", "") if label else ""
         colour = options.get("color") if isinstance(options.get("color"), str) else None
         colour = colour or colours.setdefault(base, COLOURS[len(colours) % len(COLOURS)])
-        if isinstance(element, hv.VLine):
-            ax.axvline(float(element.data), color=colour, linestyle=options.get("linestyle", "--"), linewidth=1)
+        if isinstance(element, (hv.VLine, hv.HLine)):
+            mark = ax.axvline if isinstance(element, hv.VLine) else ax.axhline
+            mark(float(element.data), color=colour, linestyle=options.get("linestyle", "--"), linewidth=1)
             continue
         x = element.dimension_values(0)
         if isinstance(element, hv.Area):
@@ -90,6 +92,13 @@ def _panel(ax, panel) -> None:
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
+    if options.get("ylim"):
+        ax.set_ylim(*options["ylim"])
+    if options.get("xticks") is not None:
+        # Explicit ticks only, as Bokeh's fixed ticker draws them: a log axis's minor ticks are most of
+        # the cost of a panel.
+        ax.set_xticks(list(options["xticks"]))
+        ax.xaxis.set_minor_locator(NullLocator())
     ax.set_title(options.get("title", getattr(panel, "label", "")), fontsize=10)
     ax.set_xlabel(options.get("xlabel") or (panel.kdims[0].pprint_label if panel.kdims else ""))
     ax.set_ylabel(options.get("ylabel") or "")
