@@ -105,6 +105,20 @@ def test_inconsistent_values(tmp_path):
     assert "min 1Mi is larger than max 1Ki" in message and "'1N2P' is used more than once" in message
 
 
+def test_window_buffers_are_passed_on_and_integrity_needs_distinct_ones(tmp_path):
+    text = VALID.replace("pingpong.send: {sizes: {list: [1, 1Ki, 64Ki]}}",
+                         "stream.uni: {sizes: {list: [1Ki]}, window_buffers: distinct}\n"
+                         "  stream.bi: {sizes: {list: [1Ki]}}")
+    campaign = load_campaign(write(tmp_path, text))
+    args = campaign.kernel_args("stream.uni", 0)
+    assert args[args.index("--window-buffers") + 1] == "distinct"
+    assert "--window-buffers" not in campaign.kernel_args("stream.bi", 0)    # the harness's default: shared
+    message = error_of(tmp_path, text.replace("window_buffers: distinct", "window_buffers: shared, integrity: true"))
+    assert "kernels.stream.uni: integrity needs window_buffers: distinct" in message
+    message = error_of(tmp_path, text.replace("window_buffers: distinct", "window_buffers: separate"))
+    assert "kernels.stream.uni.window_buffers" in message and "shared" in message and "distinct" in message
+
+
 def test_missing_file_and_bad_yaml(tmp_path):
     with pytest.raises(CampaignError, match="no such campaign file"):
         load_campaign(tmp_path / "absent.yaml")

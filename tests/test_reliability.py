@@ -113,11 +113,13 @@ def test_a_terabyte_message_is_refused_before_any_job(tmp_path):
 def test_memory_estimate_counts_window_ranks_and_rotate_buffers(tmp_path):
     text = BASE.replace("pingpong.send: {sizes: {list: [1, 1Ki]}}",
                         "stream.uni: {sizes: {list: [1Mi]}, window: 64}\n"
+                        "  stream.uni@distinct: {sizes: {list: [1Mi]}, window: 64, window_buffers: distinct}\n"
                         "  pingpong.send: {sizes: {list: [8]}, cache: rotate}\n"
                         "  io.own_file: {sizes: {list: [1Gi]}}")
     campaign = load_campaign(write(tmp_path, text))
     found = {(n.entry, n.resource): n.bytes for n in needs(campaign, cache_bytes=32 << 20)}
-    assert found[("stream.uni", "memory")] == 2 * 2 * (64 * 2**20 + 4096)            # 2 ranks, 2 buffers, 64 x 1 MiB
+    assert found[("stream.uni", "memory")] == 2 * 2 * (2**20 + 4096)                 # 2 ranks, 2 buffers, one window's
+    assert found[("stream.uni@distinct", "memory")] == 2 * 2 * (64 * 2**20 + 4096)   # a buffer per message: 64 x 1 MiB
     assert found[("pingpong.send", "memory")] == 2 * 2 * (64 * 2**20 + 4096)         # 2 x the 32 MiB cache
     assert found[("io.own_file", "disk")] == 2 * 2 * 2**30
     problems = resource_problems(campaign, memory=16 << 30, disk=1 << 30)

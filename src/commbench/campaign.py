@@ -153,6 +153,9 @@ def _check_consistency(config: dict, source: str) -> None:
         if unknown:
             problems.append(f"kernels.{entry}.placements: {', '.join(map(repr, unknown))} not among the "
                             f"campaign's placements: {', '.join(names)}")
+        if spec.get("integrity") and spec.get("window_buffers") == "shared":
+            problems.append(f"kernels.{entry}: integrity needs window_buffers: distinct (a window of messages "
+                            "on one buffer overwrites itself); allowed values: distinct, or leave it out")
         element = {"byte": 1, "int": 4, "double": 8}[spec["datatype"]]
         if element > 1 and "list" in sizes:
             odd = [s for s in sizes["list"] if parse_size(s) % element]
@@ -282,6 +285,8 @@ class Campaign:
             args += ["--proc-grid", "x".join(map(str, spec["proc_grid"]))]
         if "method" in spec:
             args += ["--method", spec["method"]]
+        if "window_buffers" in spec:
+            args += ["--window-buffers", spec["window_buffers"]]
         for flag in ("integrity", "io_sync", "drop_cache"):
             if spec[flag]:
                 args.append("--" + flag.replace("_", "-"))
