@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import holoviews as hv
-import hvplot.pandas  # noqa: F401  (registers .hvplot on DataFrames)
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -151,14 +150,24 @@ def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=()
             layers.append(hv.Area(rows, "size", ["ci_low_us", "ci_high_us"], label=str(group))
                           .opts(alpha=0.2, **({"line_alpha": 0} if hv.Store.current_backend == "bokeh"
                                               else {"linewidth": 0})))
-        layers.append(rows.hvplot.line(x="size", y=y, label=str(group), logx=True, logy=True,
-                                       hover_cols=["library", "placement", "kernel", "size", y]))
-        layers.append(rows.hvplot.scatter(x="size", y=y, label=str(group), logx=True, logy=True, size=12))
+        layers += _line_and_points(rows, "size", y, str(group), hover=["library", "placement", "kernel"])
     for x, colour in vlines:
         layers.append(hv.VLine(float(x)).opts(color=colour, line_dash="dashed") if hv.Store.current_backend == "bokeh"
                       else hv.VLine(float(x)).opts(color=colour, linestyle="dashed"))
     return hv.Overlay(layers).opts(title=title, xlabel="size (B)", ylabel=label, logx=True, logy=True,
                                    **_size_options())
+
+
+def _line_and_points(rows: pd.DataFrame, x: str, y: str, label: str, hover=(), points: bool = True) -> list:
+    """A labelled line through `rows` (and its points), built as HoloViews elements directly: hvPlot's
+    converter costs about 20 ms a call, and a campaign's report draws hundreds of lines."""
+    vdims = [y, *[column for column in hover if column in rows and column not in (x, y)]]
+    line = hv.Curve(rows, x, vdims, label=label)
+    layers = [line.opts(tools=["hover"]) if hv.Store.current_backend == "bokeh" else line]
+    if points:
+        dots = hv.Scatter(rows, x, vdims, label=label)
+        layers.append(dots.opts(size=6) if hv.Store.current_backend == "bokeh" else dots.opts(s=12))
+    return layers
 
 
 def _size_options() -> dict:
@@ -271,8 +280,9 @@ def _against_ranks(rows: pd.DataFrame, name: str, title: str, x: str, y: str, yl
     rows = rows.assign(curve=rows["kernel"] + " " + rows["library"]).sort_values(x)
 
     def build():
-        layers = [rows.hvplot.line(x=x, y=y, by="curve", logy=True), rows.hvplot.scatter(x=x, y=y, by="curve", logy=True)]
-        return hv.Overlay(layers).opts(title=title, xlabel=x, ylabel=ylabel, **_size_options())
+        layers = [layer for curve, points in rows.groupby("curve", sort=True)
+                  for layer in _line_and_points(points, x, y, str(curve))]
+        return hv.Overlay(layers).opts(title=title, xlabel=x, ylabel=ylabel, logy=True, **_size_options())
 
     return [Figure(name, title, caption, build)]
 
@@ -396,8 +406,7 @@ def collective_bounds(data: ReportData) -> list:
                 for method in ("accurate", "root"):
                     exact = mine[mine["method"] == method]
                     if len(exact):
-                        layers.append(exact.hvplot.line(x="size", y="time_us", label=f"{label} {method}",
-                                                        logx=True, logy=True))
+                        layers += _line_and_points(exact, "size", "time_us", f"{label} {method}", points=False)
             return hv.Overlay(layers).opts(title=f"{title} {placement}", xlabel="size (B)", ylabel="time (us)",
                                            logx=True, logy=True, **_size_options())
 
