@@ -29,9 +29,26 @@ def tiny(workspace, tiny_campaign) -> Path:
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_top_to_bottom(tiny, tmp_path, name):
+def test_notebook_runs_top_to_bottom(tiny, tmp_path, name, monkeypatch):
+    """As JupyterLab runs it: the kernel starts in notebooks/, and the dataset is named as the
+    notebooks name theirs, results/<campaign>/<campaign>.nc (here kept under $COMMBENCH_RESULTS)."""
+    monkeypatch.setenv("COMMBENCH_RESULTS", str(tiny.parent))
     papermill.execute_notebook(str(REPO / "notebooks" / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
-                               parameters={"dataset": str(tiny / "tiny.nc")}, cwd=str(REPO), progress_bar=False)
+                               parameters={"dataset": "results/tiny/tiny.nc"}, cwd=str(REPO / "notebooks"),
+                               progress_bar=False)
+
+
+def test_bandwidth_captions_say_how_the_window_was_posted():
+    from commbench import synthetic as syn
+
+    truth, grid = syn.GroundTruth(1e-6, 1e10), [1024, 2**20]
+    ds = syn.campaign_dataset({("lib", "1N2P", kernel): syn.generate(grid, truth, n_samples=5, n_launches=1)
+                               for kernel in ("stream.uni", "stream.uni@distinct", "pingpong.send")})
+    ds = ds.assign_coords(window_buffers=("kernel", ["", "shared", "distinct"]))
+    note = ReportData(ds).window_note(["stream.uni", "stream.uni@distinct", "pingpong.send"])
+    assert note == (" Window buffers: stream.uni shared (one buffer per window, as osu_bw); "
+                    "stream.uni@distinct distinct (a buffer per message of the window).")
+    assert ReportData(ds).window_note(["pingpong.send"]) == ""
 
 
 def test_report_notebook_ran_top_to_bottom_in_the_workflow(tiny):

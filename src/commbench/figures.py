@@ -23,6 +23,7 @@ import xarray as xr
 
 from . import dataset  # noqa: F401  (registers ds.commbench, which ReportData uses)
 from .campaign import kernel_of
+from .guards import WINDOWED_KERNELS
 from .compare import VERDICTS, across, changed_ranges, describe_range, provenance_differences, within
 
 MB = 1e6
@@ -82,6 +83,19 @@ class ReportData:
 
     def option(self, kernel: str, name: str, default=None):
         return self.config.get("kernels", {}).get(kernel, {}).get(name, default)
+
+    def window_note(self, kernels) -> str:
+        """What a bandwidth figure's caption says of its windowed kernels' buffers (DESIGN: every
+        departure from how OSU measures is stated): '' when it shows none."""
+        recorded = dict(zip(self.ds["kernel"].values.tolist(), self.ds["window_buffers"].values.tolist())) \
+            if "window_buffers" in self.ds.coords else {}
+        how = {kernel: recorded.get(kernel) or "not recorded" for kernel in sorted(set(kernels))
+               if kernel_of(kernel) in WINDOWED_KERNELS}
+        if not how:
+            return ""
+        words = {"shared": "one buffer per window, as osu_bw", "distinct": "a buffer per message of the window"}
+        return " Window buffers: " + "; ".join(f"{kernel} {value} ({words.get(value, 'older dataset')})"
+                                               for kernel, value in how.items()) + "."
 
     def in_placement(self, placement: str, kernels) -> pd.DataFrame:
         return self.points[self.points["kernel"].isin(kernels) & (self.points["placement"] == placement)]
@@ -192,7 +206,8 @@ def library_comparison(data: ReportData) -> list:
         if rows["library"].nunique() >= 2:
             figures.append(Figure(f"library-comparison-{placement}", f"{kernel}, {placement}: library comparison",
                                   f"Median {kernel} time and bandwidth against size, one curve per library, "
-                                  f"placement {placement}; shaded: 95% interval of the mean.",
+                                  f"placement {placement}; shaded: 95% interval of the mean."
+                                  + data.window_note([kernel]),
                                   _time_and_bandwidth(rows, "library", f"{kernel} {placement}")))
     return figures
 
@@ -297,10 +312,12 @@ def multipair_against_ppn(data: ReportData) -> list:
     rows = rows.assign(per_pair_MBps=rows["bandwidth_MBps"] / (rows["nprocs"] // 2).clip(lower=1))
     return (_against_ranks(rows, "multipair-aggregate", "Aggregate bandwidth against processes per node", "ppn",
                            "bandwidth_MBps", "aggregate bandwidth (MB/s)",
-                           "Multi-pair bandwidth of all pairs together at the largest size.", why)
+                           "Multi-pair bandwidth of all pairs together at the largest size."
+                           + data.window_note(data.kernels("multipair.")), why)
             + _against_ranks(rows, "multipair-per-pair", "Per-pair bandwidth against processes per node", "ppn",
                              "per_pair_MBps", "bandwidth per pair (MB/s)",
-                             "Multi-pair bandwidth per pair at the largest size.", why))
+                             "Multi-pair bandwidth per pair at the largest size."
+                             + data.window_note(data.kernels("multipair.")), why))
 
 
 def collectives_against_ranks(data: ReportData) -> list:
@@ -338,7 +355,8 @@ def _per_placement(data: ReportData, name: str, title: str, prefixes, minimum: i
         rows = rows.assign(curve=rows["kernel"] + " " + rows["library"])
         if mbps:      # NetPIPE's unit: megabits per second
             rows = rows.assign(bandwidth_MBps=rows["bandwidth_MBps"] * 8)
-        figures.append(Figure(f"{name}-{placement}", f"{title}, {placement}", caption,
+        figures.append(Figure(f"{name}-{placement}", f"{title}, {placement}",
+                              caption + data.window_note(rows["kernel"].unique()),
                               lambda rows=rows, placement=placement: _curves(
                                   rows, "curve", f"{title} {placement}", bandwidth,
                                   ylabel="throughput (Mbps)" if mbps else None)))

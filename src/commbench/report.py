@@ -36,8 +36,11 @@ STATIC_DPI = 150
 
 
 def report_dir(dataset_path) -> Path:
-    """Where a dataset's report goes: next to it (results/<campaign>/)."""
-    path = Path(dataset_path)
+    """Where a dataset's report goes: next to it (results/<campaign>/), wherever that is found from
+    the working directory (a notebook's kernel starts in notebooks/, see commbench.locations)."""
+    from .locations import resolve
+
+    path = resolve(dataset_path)
     return path if path.is_dir() else path.parent
 
 
