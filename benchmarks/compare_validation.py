@@ -36,15 +36,12 @@ LAUNCHES = (1, 3, 5)
 
 def campaign(seed: int, launches: int, factor: float = 1.0):
     curves = {}
-    planted = (SIZES >= PLANTED[0]) & (SIZES <= PLANTED[1])
     for k, kernel in enumerate(KERNELS):
         for side, name in enumerate(("baseline", "candidate")):
             curve = syn.generate(SIZES, TRUTH, NOISE, n_samples=40, n_launches=launches,
                                  seed=seed * 1000 + 10 * k + side)
             if name == "candidate" and factor != 1.0:
-                times = curve.times.copy()
-                times[planted] *= factor
-                curve = syn.SyntheticCurve(SIZES, times, TRUTH, NOISE)
+                curve = syn.with_change(curve, factor, *PLANTED)
             curves[name, "1N2P", kernel] = curve
     return syn.campaign_dataset(curves)
 

@@ -20,12 +20,7 @@ NOISE = syn.Noise(relative=0.01, tail_df=3, outlier_fraction=0.01, outlier_scale
 def draw(seed, launches=5, change=None, samples=60):
     """One curve of TRUTH; `change` = (factor, low, high) multiplies the times of those sizes."""
     curve = syn.generate(GRID, TRUTH, NOISE, n_samples=samples, n_launches=launches, seed=seed)
-    if change:
-        factor, low, high = change
-        times = curve.times.copy()
-        times[(GRID >= low) & (GRID <= high)] *= factor
-        curve = syn.SyntheticCurve(GRID, times, TRUTH, NOISE)
-    return curve
+    return syn.with_change(curve, *change) if change else curve
 
 
 def campaign(seed, launches=5, change=None, kernels=("pingpong.send", "stream.uni")):

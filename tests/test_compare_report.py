@@ -29,12 +29,7 @@ SLOWER = (1.3, 4096, 65536)                          # the candidate's planted c
 
 def curve(seed, change=None, launches=4):
     drawn = syn.generate(GRID, TRUTH, NOISE, n_samples=40, n_launches=launches, seed=seed)
-    if change:
-        factor, low, high = change
-        times = drawn.times.copy()
-        times[(GRID >= low) & (GRID <= high)] *= factor
-        drawn = syn.SyntheticCurve(GRID, times, TRUTH, NOISE)
-    return drawn
+    return syn.with_change(drawn, *change) if change else drawn
 
 
 def as_collected(ds: xr.Dataset, campaign: str = "synthetic", config: dict | None = None) -> xr.Dataset:

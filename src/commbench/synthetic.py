@@ -177,6 +177,14 @@ def generate(sizes, truth: GroundTruth, noise: Noise = Noise(), n_samples: int =
     return SyntheticCurve(sizes=sizes, times=times, truth=truth, noise=noise)
 
 
+def with_change(curve: SyntheticCurve, factor: float, low: int, high: int) -> SyntheticCurve:
+    """The same samples with those of sizes low..high (bytes, inclusive) times `factor`: a change
+    planted over a size range (an update that made them slower, factor > 1, or faster)."""
+    times = curve.times.copy()
+    times[(curve.sizes >= low) & (curve.sizes <= high)] *= factor
+    return SyntheticCurve(curve.sizes, times, curve.truth, curve.noise)
+
+
 # --------------------------------------------------------------------------- size grids
 
 def powers_of_two(low: int = 1, high: int = 4 * 2**20) -> np.ndarray:
