@@ -16,6 +16,7 @@ to figures/, listed with the skipped figures in figures/manifest.json.
 from __future__ import annotations
 
 import html
+import importlib
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -44,10 +45,16 @@ def report_dir(dataset_path) -> Path:
     return path if path.is_dir() else path.parent
 
 
+def load_backend(backend: str) -> None:
+    """HoloViews' plotting for `backend`, registered without hv.extension's notebook output (which a
+    forked drawing process must not send: the kernel's channels belong to its parent)."""
+    if backend not in hv.Store.renderers:
+        importlib.import_module({"bokeh": "holoviews.plotting.bokeh", "matplotlib": "holoviews.plotting.mpl"}[backend])
+
+
 def build_with(backend: str, figure: Figure):
     """The figure's HoloViews object with `backend`'s options (hvPlot styles for the current one)."""
-    if backend not in hv.Store.renderers:
-        hv.extension("bokeh", "matplotlib", logo=False)
+    load_backend(backend)
     previous = hv.Store.current_backend
     hv.Store.set_current_backend(backend)
     try:
@@ -69,6 +76,7 @@ class StaticDrawing:
         import os
 
         if self.figures and (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods():
+            load_backend("matplotlib")     # once, before the fork
             global _FORKED_FIGURES
             _FORKED_FIGURES = (self.figures, self.directory)    # inherited by the fork, not pickled
             workers = min(len(self.figures), max(1, (os.cpu_count() or 2) - 1))
