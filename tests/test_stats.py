@@ -58,3 +58,23 @@ def test_summary_broadcasts_and_keeps_nan_for_empty_points():
 def test_bootstrap_rejects_unknown_resampling():
     with pytest.raises(ValueError, match="'sample' or 'launch'"):
         stats.bootstrap_ci(samples(np.ones((1, 2, 2))), over="size")
+
+
+def test_batched_bootstrap_treats_each_row_alone_and_covers_the_mean():
+    from commbench.stats import bootstrap_mean_intervals
+
+    rng = np.random.default_rng(3)
+    rows = rng.normal(10.0, 2.0, size=(500, 40))
+    rows[1, 5:] = np.nan                      # 5 values
+    rows[2, 1:] = np.nan                      # 1 value: no interval
+    rows[3, ::2] = np.nan                     # NaNs between values
+    batch = bootstrap_mean_intervals(rows, 400, 0.95, np.random.default_rng(0), chunk=64)
+    for i in (0, 1, 3, 499):
+        alone = bootstrap_mean_intervals(rows[i:i + 1], 400, 0.95, np.random.default_rng(0))
+        np.testing.assert_allclose(batch[i], alone[0])
+    assert np.isnan(batch[2]).all()
+    full = np.isfinite(rows).all(axis=1)
+    covered = (batch[full, 0] <= 10.0) & (10.0 <= batch[full, 1])
+    assert 0.90 < covered.mean() <= 1.0, covered.mean()
+    width = (batch[full, 1] - batch[full, 0]).mean()
+    assert abs(width / (2 * 1.96 * 2.0 / np.sqrt(40)) - 1) < 0.1
