@@ -63,8 +63,8 @@ versions: $(READY) system
 	$(BIN)/snakemake results/versions/versions.nc --configfile config/campaigns/versions.yaml
 	$(BIN)/python benchmarks/versions.py results/versions/versions.nc
 
-# A 1.28-million-point synthetic campaign through collect, summary, fits and anomalies (about 15 GB
-# of disk under results/scale-benchmark, removed afterwards).
+# A 1.28-million-point synthetic campaign through collect, summary, fits, anomalies, compare and the
+# report (about 9 GB of disk under results/scale-benchmark, removed afterwards).
 scale: $(READY)
 	$(BIN)/python benchmarks/scale.py --dir results/scale-benchmark; status=$$?; rm -rf results/scale-benchmark; exit $$status
 
