@@ -9,8 +9,9 @@ report opens with what changed: per compared pair, the ratio against size per ke
 placement, and the size ranges that changed with their verdict and q value.
 
 The HTML is self-contained: BokehJS and its CSS are inlined, so it opens offline.
-Static copies of every figure (PNG and SVG, through hvPlot's matplotlib backend) go
-to figures/, listed with the skipped figures in figures/manifest.json.
+Static copies of every figure (PNG and SVG, drawn with matplotlib by commbench.static, in
+a forked process while the HTML is built) go to figures/, listed with the skipped figures
+in figures/manifest.json.
 """
 
 from __future__ import annotations
@@ -91,7 +92,10 @@ class StaticDrawing:
 
     def __exit__(self, *exc):
         if self.pool is not None:
-            self.pool.terminate() if exc[0] else self.pool.close()
+            if exc[0]:
+                self.pool.terminate()    # the HTML failed: the drawings are not wanted
+            else:
+                self.pool.close()
             self.pool.join()
         return False
 
