@@ -63,6 +63,32 @@ def piecewise() -> None:
                   f"segment latencies (us) {latencies}")
 
 
+def regimes() -> None:
+    print("Parameter table, NetPIPE grid: first regime's latency (us), last regime's bandwidth (GB/s), switches (B), "
+          "and whether one Hockney line fits; true -> recovered")
+    layouts = {
+        "one regime": (),
+        "eager -> rendezvous at 16 KiB": (syn.Switch(16384, 6e-6, 5e9),),
+        "jump and faster path at 64 KiB": (syn.Switch(65536, 8e-6, 9e9),),
+        "slope change alone at 256 KiB": (syn.Switch(262144, 0.0, 2e9),),
+        "two switches, 8 KiB and 512 KiB": (syn.Switch(8192, 4e-6, 5e9), syn.Switch(524288, 25e-6, 12e9)),
+    }
+    grid = syn.netpipe(1, 4 * 2**20)
+    for name, switches in layouts.items():
+        truth = syn.GroundTruth(2e-6, 5e9, switches=switches)
+        last_bandwidth = switches[-1].bandwidth_Bps if switches else truth.bandwidth_Bps
+        for n, level in enumerate(NOISE_LEVELS):
+            fit = models.fit_regimes(grid, curve(grid, truth, level, seed=50 + n).times, n_boot=200)
+            within = fit.n_sizes - fit.beyond_noise
+            verdict = (f"fits ({within} of {fit.n_sizes} sizes within noise)" if fit.hockney_fits
+                       else f"flagged ({fit.beyond_noise} of {fit.n_sizes} sizes beyond noise; the line's latency "
+                            f"{fit.hockney.latency_s * 1e6:.2f}, bandwidth {fit.hockney.bandwidth_Bps / 1e9:.2f})")
+            print(f"  {name:32s} noise {level:5.1%}: latency {truth.latency_s * 1e6:.2f} -> {fit.latency_s * 1e6:.2f}; "
+                  f"bandwidth {last_bandwidth / 1e9:.2f} -> {fit.bandwidth_Bps / 1e9:.2f}; switches "
+                  f"{list(truth.breakpoints_bytes)} -> {list(fit.switches_bytes)}; Hockney "
+                  f"{'flagged' if switches else 'fits'} -> {verdict}")
+
+
 def packets() -> None:
     print("Packet fit, dense linear grid, 0.3% noise: payload P and per-packet overhead H (B), true -> recovered")
     cases = [(1448, 66, 20e-6, 12.5e6, 8), (1460, 54, 10e-6, 1.2e8, 8), (536, 40, 2e-6, 1.2e9, 4)]
@@ -152,6 +178,7 @@ def alignment() -> None:
 if __name__ == "__main__":
     hockney()
     piecewise()
+    regimes()
     packets()
     detector()
     alignment()
