@@ -78,3 +78,49 @@ def test_batched_bootstrap_treats_each_row_alone_and_covers_the_mean():
     assert 0.90 < covered.mean() <= 1.0, covered.mean()
     width = (batch[full, 1] - batch[full, 0]).mean()
     assert abs(width / (2 * 1.96 * 2.0 / np.sqrt(40)) - 1) < 0.1
+
+
+def test_dense_summary_gives_pooled_percentiles_next_to_mean_and_median():
+    values = np.arange(1.0, 201.0).reshape(1, 2, 100) * 1e-6      # 1..200 us over two launches
+    out = stats.summarize(samples(values), ci=False)
+    pooled = values.ravel()
+    for name, q in stats.PERCENTILES.items():
+        assert out[name].item() == pytest.approx(np.quantile(pooled, q))
+    assert out["p50"].item() == out["median"].item()
+
+
+def synthetic_campaign(kernels, nprocs=None):
+    """A campaign dataset of a few launches per kernel, heavy-tailed, with the ranks on its placement."""
+    from commbench import synthetic as syn
+
+    truth, grid = syn.GroundTruth(2e-6, 5e9), syn.powers_of_two(1, 2**20)
+    curves = {("lib", "1N4P", kernel): syn.generate(grid, truth, syn.Noise(0.05, outlier_fraction=0.05),
+                                                    n_samples=40, n_launches=3, seed=n)
+              for n, kernel in enumerate(kernels)}
+    ds = syn.campaign_dataset(curves)
+    return ds if nprocs is None else ds.assign_coords(nprocs=("placement", [nprocs]))
+
+
+def test_summary_percentiles_are_a_typical_launchs_as_the_median_is():
+    """P90 and P99 pool launches as the median does: the median over launches of each launch's
+    percentile, read from the per-point statistics and checked here against the samples."""
+    ds = synthetic_campaign(["pingpong.send"])
+    summary = ds.commbench.summary(ci=False).sel(library="lib", placement="1N4P", kernel="pingpong.send")
+    samples = ds.commbench.samples(library="lib", placement="1N4P", kernel="pingpong.send").values
+    for name, q in stats.PERCENTILES.items():
+        per_launch = np.nanquantile(samples, q, axis=2)
+        np.testing.assert_allclose(summary[name].values, np.median(per_launch, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(summary["p50"].values, summary["median"].values, rtol=1e-12)
+    assert (summary["p99"] > summary["p90"]).all() and (summary["p90"] > summary["p50"]).all()
+
+
+def test_bandwidth_counts_the_bytes_each_kernel_moves():
+    kernels = ["pingpong.send", "stream.bi", "exchange.sendrecv@nocache", "multipair.stream"]
+    summary = synthetic_campaign(kernels, nprocs=4).commbench.summary(ci=False)
+    one_way = summary["size"] / summary["median"]
+    ratio = (summary["bandwidth"] / one_way).sel(library="lib", placement="1N4P").max("size")
+    # Both directions for stream.bi and the exchanges (any variant), every pair (4 ranks: 2) for multipair.
+    assert ratio.values.tolist() == [2.0, 2.0, 1.0, 2.0] == [stats.bytes_factor(k, 4) for k in ratio["kernel"].values]
+    # Without the ranks, a factor that needs them is unknown, not guessed.
+    unknown = synthetic_campaign(["multipair.stream", "stream.bi"]).commbench.summary(ci=False)["bandwidth"]
+    assert unknown.sel(kernel="multipair.stream").isnull().all() and unknown.sel(kernel="stream.bi").notnull().any()

@@ -68,8 +68,9 @@ class CommbenchAccessor:
     def summary(self, ci: bool = True, n_boot: int = 1000, seed: int = 0) -> xr.Dataset:
         """Per point over its launches, from the per-point statistics: median (of the launches'
         medians: the launch is the experimental unit), mean and interquartile mean (over all samples),
-        min, count, bandwidth (size / median, B/s), quantiles pooled approximately (median over
-        launches of each quantile) and, with ci, 95% intervals of the mean over samples
+        min, count, bandwidth (bytes the kernel moves / median, B/s: commbench.stats.bandwidth),
+        quantiles pooled approximately (median over launches of each quantile) with p50, p90 and p99
+        picked from them (OSU's -z) and, with ci, 95% intervals of the mean over samples
         (`mean_ci_samples`, normal) and over launches (`mean_ci_launches`, bootstrap of the
         launches' means)."""
         from .stats import summarize_points
@@ -127,13 +128,13 @@ class CommbenchAccessor:
             yield cell, labels, sizes[measured], curve_cube(counts, starts, values)[measured], counts[measured]
 
     def fit(self, model: str, **options) -> xr.Dataset:
-        """Fits `model` ("hockney", "piecewise" or "packet", see commbench.models) to every curve.
+        """Fits `model` ("hockney", "piecewise", "packet" or "regimes", see commbench.models) to every curve.
 
         Returns a Dataset over (library, placement, kernel) of the fit's coefficients and
         intervals, named with their units (latency_s, bandwidth_Bps, ...), with a `bound`
-        dim (low, high) for intervals and `segment` / `breakpoint` dims for piecewise fits;
-        NaN where a curve has no data or too few sizes for the model. `options` go to the
-        fit function (e.g. max_segments, n_boot).
+        dim (low, high) for intervals, `segment` / `breakpoint` dims for piecewise fits and a
+        `switch` dim for regimes; NaN where a curve has no data or too few sizes for the model.
+        `options` go to the fit function (e.g. max_segments, n_boot).
         """
         from .models import FITS
 

@@ -14,6 +14,8 @@ import numpy as np
 import xarray as xr
 
 POOLED = ("launch", "sample")
+# The percentiles the summary gives next to the mean and median (OSU's -z: P50, P90, P99).
+PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
 @contextmanager
@@ -43,6 +45,47 @@ def interquartile_mean(time: xr.DataArray, dim=POOLED) -> xr.DataArray:
     q3 = time.quantile(0.75, dim=list(dim)).drop_vars("quantile")
     inner = time.where((time >= q1) & (time <= q3))
     return inner.mean(dim=list(dim))
+
+
+def bytes_factor(kernel: str, nprocs: float) -> float:
+    """Bytes a kernel moves per timed unit, in units of its message size (see each kernel's metric
+    line): both directions for the bidirectional kernels, every pair for multipair, every task
+    for the file kernels; NaN where that needs the ranks and `nprocs` is unknown (NaN)."""
+    from .campaign import kernel_of
+
+    name = kernel_of(str(kernel))
+    if name in ("stream.bi", "exchange.sendrecv", "exchange.sendrecv_replace", "exchange.isend", "pingping"):
+        return 2.0
+    if name.startswith("multipair."):
+        return nprocs // 2
+    if name in ("io.own_file", "io.mpiio_all"):
+        return 2.0 * nprocs
+    if name in ("io.shared_file", "io.read_same"):
+        return float(nprocs)
+    return 1.0
+
+
+def bandwidth(median: xr.DataArray, sizes: xr.DataArray) -> xr.DataArray:
+    """Bytes moved per second at each point, bytes_factor * size / median time (B/s): the one
+    bandwidth the summary, the report and `commbench summary` all print. The kernel and the ranks
+    come from `median`'s `kernel` and `nprocs` coordinates; without a kernel, size bytes a unit."""
+    if "kernel" in median.coords:
+        nprocs = median.coords["nprocs"] if "nprocs" in median.coords else xr.DataArray(np.nan)
+        kernel, nprocs = xr.broadcast(median.coords["kernel"], nprocs)
+        factors = [bytes_factor(k, n) for k, n in zip(kernel.values.ravel(), nprocs.values.ravel().astype(float))]
+        factor = xr.DataArray(np.reshape(factors, kernel.shape), dims=kernel.dims, coords=kernel.coords)
+    else:
+        factor = 1.0
+    out = (factor * sizes / median).transpose(*median.dims)
+    out.attrs = {"units": "B/s", "long_name": "bytes moved (size x the kernel's bytes factor) / median time "
+                                              "(MB/s = 1e6 B/s)"}
+    return out
+
+
+def percentiles(quantiles: xr.DataArray) -> dict[str, xr.DataArray]:
+    """PERCENTILES picked from a DataArray with a `quantile` dim that holds them, as {"p50": ...}."""
+    return {name: quantiles.sel(quantile=q).drop_vars("quantile").assign_attrs(units="s")
+            for name, q in PERCENTILES.items()}
 
 
 def bootstrap_ci(time: xr.DataArray, over: str = "sample", confidence: float = 0.95,
@@ -108,7 +151,8 @@ def bootstrap_mean_intervals(rows: np.ndarray, n_boot: int, confidence: float, r
 
 def summarize(time: xr.DataArray, sizes: xr.DataArray | None = None, ci: bool = True,
               n_boot: int = 1000, seed: int = 0) -> xr.Dataset:
-    """Median, mean, minimum, interquartile mean, count and bandwidth per point, with intervals."""
+    """Median, mean, minimum, interquartile mean, P50, P90, P99, count and bandwidth per point
+    (all samples pooled), with intervals."""
     with _empty_points_allowed():
         return _summarize(time, sizes, ci, n_boot, seed)
 
@@ -117,12 +161,12 @@ def _summarize(time, sizes, ci, n_boot, seed) -> xr.Dataset:
     out = xr.Dataset({
         "median": median(time), "mean": mean(time), "min": minimum(time),
         "iqm": interquartile_mean(time), "count": time.count(dim=list(POOLED)),
+        **percentiles(time.quantile(list(PERCENTILES.values()), dim=list(POOLED))),
     })
     for name in ("median", "mean", "min", "iqm"):
         out[name].attrs["units"] = "s"
     if sizes is not None:
-        out["bandwidth"] = sizes / out["median"]
-        out["bandwidth"].attrs = {"units": "B/s", "long_name": "size / median time (MB/s = 1e6 B/s)"}
+        out["bandwidth"] = bandwidth(out["median"], sizes)
     if ci:
         out["mean_ci_samples"] = bootstrap_ci(time, over="sample", n_boot=n_boot, seed=seed)
         out["mean_ci_launches"] = bootstrap_ci(time, over="launch", n_boot=n_boot, seed=seed)
@@ -137,8 +181,9 @@ def summarize_points(ds: xr.Dataset, ci: bool = True, n_boot: int = 1000, seed: 
 
     Over a point's launches: median = median of the launches' medians (the launch is the
     experimental unit; with one launch, the sample median); mean and interquartile mean over
-    all samples (the launches' values weighted by their counts); min; count; bandwidth = size /
-    median; quantiles = median over launches of each launch's quantile. Intervals of the mean:
+    all samples (the launches' values weighted by their counts); min; count; bandwidth (see
+    bandwidth()) from the median; quantiles = median over launches of each launch's quantile, and
+    from them p50, p90 and p99 (a typical launch's percentile; p50 is the median). Intervals of the mean:
     over samples, normal (mean -+ z sd / sqrt(n), the pooled sd from the launches' means and
     sds); over launches, the percentile bootstrap of the launches' means, as bootstrap_ci.
     """
@@ -163,8 +208,8 @@ def summarize_points(ds: xr.Dataset, ci: bool = True, n_boot: int = 1000, seed: 
         if "quantiles" in ds:
             out["quantiles"] = ds["quantiles"].where(measured).median("launch")
             out["quantiles"].attrs["units"] = "s"
-        out["bandwidth"] = ds["size"] / out["median"]
-        out["bandwidth"].attrs = {"units": "B/s", "long_name": "size / median time (MB/s = 1e6 B/s)"}
+            out = out.assign(percentiles(out["quantiles"]))
+        out["bandwidth"] = bandwidth(out["median"], ds["size"])
         if ci:
             # Pooled variance: within-launch sums of squares plus between-launch spread of the means.
             within = ((count - 1).clip(min=0) * ds["std"].fillna(0) ** 2).where(measured).sum("launch")
