@@ -506,7 +506,7 @@ def run(engines: Engines, kernel: str, sizes=None, *, launches: int = 1, shuffle
 
 # What a cell holds where a dataset has no such library, placement, kernel, size or launch.
 _FILL = {"status": "missing", "settled": False, "iters_per_sample": 0, "position": -1, "sample_count": 0,
-         "started": "", "hosts": "", "cpu_binding": "", "kernel_info": "", "reason": ""}
+         "started": np.datetime64("NaT"), "hosts": "", "cpu_binding": "", "kernel_info": "", "reason": ""}
 
 
 def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None = None) -> xr.Dataset:
@@ -524,6 +524,13 @@ def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None
     sources = [campaign, ds.assign_coords(library=[label])]
     # The ragged samples are rebuilt for the combined axes below; the rest is reindexed.
     parts = [part.drop_vars(["time", "sample_start"]) for part in sources]
+    # A coordinate one side lacks (an older dataset's, an imported row's `source`) is blank there.
+    parts = [part.assign_coords({name: (coord.dims, np.full([part.sizes[d] for d in coord.dims], _blank(coord.dtype)),
+                                        coord.attrs)
+                                 for other in parts for name, coord in other.coords.items()
+                                 if name not in part.coords and coord.dims in (("library",), ("placement",),
+                                                                              ("kernel",))})
+             for part in parts]
     union = {d: (np.union1d(campaign[d].values, ds[d].values) if d in ("size", "launch")
                  else list(dict.fromkeys([*campaign[d].values.tolist(), *ds[d].values.tolist()])))
              for d in ("placement", "kernel", "size", "launch")}
@@ -563,6 +570,11 @@ def _merged_samples(combined: xr.Dataset, sources: list[xr.Dataset]) -> dict:
             n, start = int(source_counts[index]), int(source_starts[index])
             time[starts[at]:starts[at] + n] = values[start:start + n]
     return {"time": ("sample", time, sources[0]["time"].attrs), **start_variable(counts)}
+
+
+def _blank(dtype: np.dtype):
+    """What a coordinate of this dtype holds where it says nothing."""
+    return {"b": False, "i": 0, "u": 0, "f": np.nan}.get(np.dtype(dtype).kind, "")
 
 
 def _reindex_filled(ds: xr.Dataset, union: dict) -> xr.Dataset:
