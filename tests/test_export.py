@@ -1,0 +1,116 @@
+"""`commbench export`: a dataset as a tidy table, one row per measured point and launch, with the
+statistics of its samples and the report's bandwidth."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from commbench import cli
+from commbench import synthetic as syn
+from commbench.collect import write_dataset
+from commbench.export import export, points_table
+from commbench.figures import ReportData
+from commbench.importers import import_files
+
+OSU = Path(__file__).parent / "data" / "osu-7.4"
+KEYS = ["library", "placement", "kernel", "size", "launch"]
+
+
+def known_samples(seed: int = 3):
+    """Two kernels, 3 launches of 7 to 40 heavy-tailed samples a point, some points unmeasured."""
+    rng = np.random.default_rng(seed)
+    sizes = np.array([1, 64, 4096, 65536])
+    cubes = {}
+    for kernel in ("pingpong.send", "stream.bi"):
+        times = np.full((sizes.size, 3, 40), np.nan)
+        for s, size in enumerate(sizes):
+            for launch in range(3):
+                n = rng.integers(7, 41)
+                times[s, launch, :n] = (1e-6 + size / 5e9) * (1 + 0.1 * rng.standard_t(3, n) ** 2)
+        times[2, 1] = np.nan                                # a point whose launch measured nothing
+        cubes["lib", "1N2P", kernel] = (sizes, times)
+    return cubes
+
+
+def test_a_row_per_measured_point_with_the_statistics_of_its_samples():
+    cubes = known_samples()
+    table = points_table(syn.dataset_from_cubes(cubes))
+    assert list(table.columns[:5]) == KEYS
+    assert len(table) == 2 * (4 * 3 - 1)                    # every point but the unmeasured ones
+    for (_, _, kernel), (sizes, times) in cubes.items():
+        for s, size in enumerate(sizes):
+            for launch in range(3):
+                samples = times[s, launch][np.isfinite(times[s, launch])]
+                rows = table[(table["kernel"] == kernel) & (table["size"] == size) & (table["launch"] == launch)]
+                if not samples.size:
+                    assert rows.empty
+                    continue
+                row = rows.iloc[0]
+                assert row["count"] == samples.size
+                np.testing.assert_allclose(row[["mean_s", "median_s", "min_s", "std_s"]].astype(float),
+                                           [samples.mean(), np.median(samples), samples.min(), samples.std(ddof=1)])
+                np.testing.assert_allclose(row[["p50_s", "p90_s", "p99_s"]].astype(float),
+                                           np.quantile(samples, [0.5, 0.9, 0.99]))
+                assert row["median_ci_low_s"] <= row["median_s"] <= row["median_ci_high_s"]
+                factor = 2 if kernel == "stream.bi" else 1        # both directions count
+                assert row["bandwidth_MBps"] == pytest.approx(factor * size / np.median(samples) / 1e6)
+
+
+def test_the_bandwidth_is_the_reports():
+    paths = [OSU / f"{name}-mpich-5.0.2-1N2P.txt" for name in ("osu_latency", "osu_bw", "osu_bibw", "osu_mbw_mr")]
+    ds = import_files(paths, "osu", "mpich-5.0.2", "1N2P")
+    report = ReportData(ds, n_boot=20).points[["kernel", "size", "bandwidth_MBps"]]
+    merged = points_table(ds).merge(report, on=["kernel", "size"], suffixes=("", "_report"))
+    assert len(merged) == len(report) == 23 * 3 + 21
+    np.testing.assert_allclose(merged["bandwidth_MBps"], merged["bandwidth_MBps_report"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_csv_and_parquet_hold_the_same_table(tmp_path, fmt):
+    ds = import_files([OSU / "osu_latency-z-openmpi-5.0.11-1N2P.txt"], "osu", "openmpi-5.0.11", "1N2P")
+    dataset = tmp_path / "osu.nc"
+    write_dataset(ds, dataset, keep_previous=False)
+    path = export(dataset, fmt)
+    assert path == dataset.with_suffix(f".{fmt}")
+    back = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
+    expected = points_table(ds)
+    assert list(back.columns) == list(expected.columns)
+    pd.testing.assert_frame_equal(back[KEYS + ["p90_s", "bandwidth_MBps"]],
+                                  expected[KEYS + ["p90_s", "bandwidth_MBps"]], check_dtype=False)
+
+
+def test_the_format_follows_the_output_and_a_wrong_one_is_refused(tmp_path, capsys):
+    ds = import_files([OSU / "osu_bw-openmpi-5.0.11-1N2P.txt"], "osu", "openmpi-5.0.11", "1N2P")
+    dataset = tmp_path / "osu.nc"
+    write_dataset(ds, dataset, keep_previous=False)
+    assert cli.main(["export", str(dataset), "--output", str(tmp_path / "points.parquet")]) == 0
+    assert len(pd.read_parquet(tmp_path / "points.parquet")) == 23
+    with pytest.raises(ValueError, match="--format xlsx: allowed values: csv, parquet"):
+        export(dataset, "xlsx")
+    with pytest.raises(SystemExit):
+        cli.main(["export", str(dataset), "--format", "xlsx"])
+    assert "invalid choice: 'xlsx'" in capsys.readouterr().err
+
+
+@pytest.mark.mpi
+def test_exporting_a_campaign_dataset(workspace, tiny_campaign, tmp_path, capsys):
+    """The tiny campaign (the quick campaign's libraries, placements and kernel at five sizes)."""
+    from commbench.dataset import open_campaign
+
+    dataset = workspace / "results" / "tiny" / "tiny.nc"
+    output = tmp_path / "tiny.csv"
+    assert cli.main(["export", str(dataset), "--output", str(output)]) == 0
+    table = pd.read_csv(output)
+    ds = open_campaign(dataset)
+    assert len(table) == int((ds["sample_count"] > 0).sum()) > 0
+    assert set(table["launch"]) == {0, 1} and set(table["library"]) == {"mpich-5.0.2", "openmpi-5.0.11"}
+    assert (table["count"] >= 5).all() and (table["p50_s"] <= table["p99_s"]).all()
+    np.testing.assert_allclose(table["bandwidth_MBps"], table["size"] / table["median_s"] / 1e6)
+    # One launch: a row's bandwidth is the report's for that point.
+    first = ds.isel(launch=[0])
+    report = ReportData(first, n_boot=20).points[["library", "placement", "size", "bandwidth_MBps"]]
+    merged = table[table["launch"] == 0].merge(report, on=["library", "placement", "size"], suffixes=("", "_report"))
+    assert len(merged) == len(report) > 0
+    np.testing.assert_allclose(merged["bandwidth_MBps"], merged["bandwidth_MBps_report"], rtol=1e-9)
