@@ -506,7 +506,7 @@ def run(engines: Engines, kernel: str, sizes=None, *, launches: int = 1, shuffle
 
 # What a cell holds where a dataset has no such library, placement, kernel, size or launch.
 _FILL = {"status": "missing", "settled": False, "iters_per_sample": 0, "position": -1, "sample_count": 0,
-         "started": np.datetime64("NaT"), "hosts": "", "cpu_binding": "", "kernel_info": "", "reason": ""}
+         "started": "", "hosts": "", "cpu_binding": "", "kernel_info": "", "reason": ""}
 
 
 def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None = None) -> xr.Dataset:
@@ -579,7 +579,9 @@ def _blank(dtype: np.dtype):
 
 def _reindex_filled(ds: xr.Dataset, union: dict) -> xr.Dataset:
     """Reindexed to the union of both datasets' axes, keeping every variable's dtype."""
-    out = ds.reindex(union, fill_value={name: _FILL.get(name, np.nan) for name in ds.data_vars})
+    # Times (a launch's `started`, datetimes since datasets follow CF) are NaT where there is no launch.
+    out = ds.reindex(union, fill_value={name: np.datetime64("NaT") if var.dtype.kind == "M" else _FILL.get(name, np.nan)
+                                        for name, var in ds.data_vars.items()})
     for name, var in ds.data_vars.items():
         out[name] = out[name].astype(var.dtype if var.dtype.kind != "U" else str)
     return out
