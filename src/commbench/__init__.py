@@ -6,6 +6,7 @@ that imports `commbench.launcher`, and xarray alone would add most of a second t
 importing it (or calling `commbench.open_campaign`) registers `ds.commbench`.
 """
 
+# The one place the version is written: pyproject.toml reads it from here (a dynamic version).
 __version__ = "0.1.0"
 
 __all__ = ["open_campaign", "CommbenchAccessor", "__version__"]

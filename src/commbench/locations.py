@@ -6,6 +6,11 @@ A relative path is tried, in order: as given (the working directory); under `$CO
 (a results folder kept elsewhere: `results/quick/quick.nc` is looked up as
 `$COMMBENCH_RESULTS/quick/quick.nc`); against the checkout that holds the working directory
 (the nearest parent with `workflow/Snakefile`); against the checkout this package runs from.
+
+The files the package reads at run time (notebooks/, kernels/, workflow/schemas/, envs/analysis.txt)
+are found under ROOT: the checkout this package runs from (an editable install, the tests), else the
+installed package's share/ folder, where its wheel carries copies of them at the same relative
+paths (pyproject.toml maps them in at build time).
 """
 
 from __future__ import annotations
@@ -13,16 +18,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .provenance import REPO_ROOT
-
 RESULTS_VARIABLE = "COMMBENCH_RESULTS"
 
 
+def _is_checkout(directory: Path) -> bool:
+    return (directory / "workflow" / "Snakefile").is_file()
+
+
 def _checkout_of(directory: Path) -> Path | None:
-    for candidate in (directory, *directory.parents):
-        if (candidate / "workflow" / "Snakefile").is_file():
-            return candidate
-    return None
+    return next((candidate for candidate in (directory, *directory.parents) if _is_checkout(candidate)), None)
+
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+# The checkout whose src/ this package is imported from; None for an installed copy.
+CHECKOUT = PACKAGE_DIR.parents[1] if _is_checkout(PACKAGE_DIR.parents[1]) else None
+ROOT = CHECKOUT or PACKAGE_DIR / "share"
 
 
 def candidates(path) -> list[Path]:
@@ -35,7 +45,7 @@ def candidates(path) -> list[Path]:
     if results:
         inside = path.relative_to("results") if path.parts[:1] == ("results",) else path
         places.append(Path(results).expanduser() / inside)
-    for root in (_checkout_of(Path.cwd().resolve()), REPO_ROOT):
+    for root in (_checkout_of(Path.cwd().resolve()), CHECKOUT):
         if root is not None:
             places.append(root / path)
     return list(dict.fromkeys(places))

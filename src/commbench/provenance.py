@@ -7,7 +7,11 @@ import platform
 import subprocess
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from .locations import CHECKOUT, ROOT
+
+# notebooks/, kernels/, envs/ and workflow/schemas/ are under it: the checkout, or the installed
+# package's copies (commbench.locations.ROOT).
+REPO_ROOT = ROOT
 KERNELS_DIR = REPO_ROOT / "kernels"
 
 
@@ -19,8 +23,11 @@ def source_hash(directory: Path = KERNELS_DIR) -> str:
     return digest.hexdigest()
 
 
-def git_commit(repo: Path = REPO_ROOT) -> str:
-    """HEAD's commit, with '+dirty' when tracked files differ from it; 'unknown' outside git."""
+def git_commit(repo: Path | None = CHECKOUT) -> str:
+    """HEAD's commit, with '+dirty' when tracked files differ from it; 'unknown' outside git, and for
+    an installed package (never the commit of some repository its environment happens to sit in)."""
+    if repo is None:
+        return "unknown"
     try:
         commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
                                 text=True, check=True).stdout.strip()
