@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .conventions import decode
 from .samples import CURVE_DIMS, POINT_DIMS, curve_cube, curve_slice, from_cube, is_ragged, start_variable
 
 
@@ -20,7 +21,9 @@ def open_campaign(path) -> xr.Dataset:
     found from any working directory (commbench.locations: a notebook's folder, $COMMBENCH_RESULTS,
     the checkout). Everything but the samples is loaded; the samples stay on disk and are read
     where asked for. A dataset written
-    before samples were ragged (a dense `time` with a `sample` dim per point) is converted."""
+    before samples were ragged (a dense `time` with a `sample` dim per point) is converted. The
+    launch `status` is text and `started` datetimes, whether the file holds them as CF flags and
+    CF time (commbench.conventions) or, written before, as text."""
     from .locations import candidates, resolve
 
     path = resolve(path)
@@ -40,8 +43,8 @@ def open_campaign(path) -> xr.Dataset:
                          f"{ds['time'].dims if 'time' in ds else 'nothing'}); recollect it from its raw files")
     if not is_ragged(ds):
         with ds:
-            return ragged(ds.load())
-    return ds.drop_vars("time").load().assign(time=ds["time"])
+            return decode(ragged(ds.load()))
+    return decode(ds.drop_vars("time").load().assign(time=ds["time"]))
 
 
 def ragged(ds: xr.Dataset) -> xr.Dataset:
