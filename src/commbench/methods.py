@@ -27,6 +27,7 @@ import numpy as np
 import xarray as xr
 
 from .campaign import kernel_of
+from .conventions import timestamps
 from .guards import WINDOWED_KERNELS
 from .units import format_size
 
@@ -305,7 +306,9 @@ def _launches(facts: _Facts) -> Section:
         order += (f"; the recorded order (`position`) is not ascending size in {shuffled[0]} of {shuffled[1]} "
                   "launches")
     paragraphs.append(order + ".")
-    started = sorted(s for s in facts.per_run("started").tolist() if s)
+    started = facts.per_run("started")
+    started = started if started.dtype.kind == "M" else timestamps(started)   # datetimes, or text not yet opened
+    started = [f"{np.datetime_as_string(moment, unit='s')} UTC" for moment in np.sort(started[~np.isnat(started)])]
     paragraphs.append(f"First launch started {started[0]}, last {started[-1]}." if started else
                       f"First launch: {facts.text('first_launch')}; dataset collected: {facts.text('created')}.")
     return Section("Launches and order", paragraphs)
