@@ -31,9 +31,8 @@ CONVENTIONS = "CF-1.10"
 STATUSES = ("ok", "failed", "timeout", "refused", "env_failed", "build_failed", "unsupported", "missing",
             "skipped")
 
-# What the variables whose meaning is plain from their name say of themselves (units in UDUNITS
-# spellings; "1": counts, ratios, indices, flags), where they were made without it; the others say
-# it where they are made.
+# Units (UDUNITS spellings; "1": counts, ratios, indices, flags) and names of the variables that
+# collect.build_dataset and commbench.samples make without them; a variable made with its own keeps them.
 ATTRIBUTES = {
     "size": {"units": "bytes", "long_name": "message size"},
     "launch": {"units": "1", "long_name": "launch number"},
