@@ -1,5 +1,6 @@
 """`commbench validate CAMPAIGN`, `commbench summary CAMPAIGN|DATASET`, `commbench report CAMPAIGN|DATASET`,
-`commbench compare BASELINE CANDIDATE`, `commbench history RESULTS|CAMPAIGN|DATASET`."""
+`commbench compare BASELINE CANDIDATE`, `commbench history RESULTS|CAMPAIGN|DATASET`, `commbench export DATASET`,
+`commbench import-osu|import-imb FILE...`."""
 
 from __future__ import annotations
 
@@ -21,31 +22,41 @@ def _dataset_path(target: str) -> Path:
 
 def summary(target: str, check: bool = False) -> int:
     """The latency and bandwidth table, then what gave no data and why. With `check`, returns 1
-    when anything did (what `make campaign` exits with, after the dataset and report are written)."""
+    when anything did (what `make campaign` exits with, after the dataset and report are written).
+
+    Per curve: at its smallest size the time's mean, P50 (the median), P90 and P99 (as OSU's -z),
+    at its largest the bandwidth, all as ds.commbench.summary() gives them (and so as the report)."""
+    import numpy as np
+
     from .dataset import open_campaign
+    from .units import format_size
 
     path = _dataset_path(target)
     ds = open_campaign(path)
-    stats = ds.commbench.summary(ci=False)
+    times = ("mean", "p50", "p90", "p99")
+    stats = ds.commbench.summary(ci=False)[["median", *times, "bandwidth"]]
     print(f"dataset: {path}")
     status = ds["status"].values.ravel().tolist()
     asked = [s for s in status if s != "skipped"]
     print(f"launches: {asked.count('ok')} ok of {len(asked)}")
-    print(f"{'library':<20}{'placement':<10}{'kernel':<28}{'smallest size: time (us)':>26}"
-          f"{'largest size: MB/s':>26}")
+    print(f"{'':<67}{'time (us) at the smallest size':^40}{'bandwidth at the largest':>24}")
+    print(f"{'library':<20}{'placement':<10}{'kernel':<28}{'size':>9}{'mean':>10}{'P50':>10}{'P90':>10}{'P99':>10}"
+          f"{'size':>12}{'MB/s':>12}")
     for lib in ds.library.values:
         for pl in ds.placement.values:
             for k in ds.kernel.values:
                 if (ds["status"].sel(library=lib, placement=pl, kernel=k) == "skipped").all():
                     continue
-                median = stats["median"].sel(library=lib, placement=pl, kernel=k).dropna("size")
-                if median.size == 0:
-                    print(f"{lib:<20}{pl:<10}{k:<28}{'no data':>26}")
+                curve = stats.sel(library=lib, placement=pl, kernel=k)
+                curve = curve.isel(size=np.flatnonzero(np.isfinite(curve["median"].values)))
+                if curve.sizes["size"] == 0:
+                    print(f"{lib:<20}{pl:<10}{k:<28}{'no data':>9}")
                     continue
-                small, large = int(median["size"][0]), int(median["size"][-1])
-                latency = f"{small} B: {float(median[0]) * 1e6:.3f}"
-                bandwidth = f"{large} B: {large / float(median[-1]) / 1e6:.1f}" if large else "-"
-                print(f"{lib:<20}{pl:<10}{k:<28}{latency:>26}{bandwidth:>26}")
+                small, large = curve.isel(size=0), curve.isel(size=-1)
+                latency = "".join(f"{float(small[name]) * 1e6:>10.3f}" for name in times)
+                bandwidth = f"{float(large['bandwidth']) / 1e6:>12.1f}" if int(large["size"]) else f"{'-':>12}"
+                print(f"{lib:<20}{pl:<10}{k:<28}{format_size(small['size']):>9}{latency}"
+                      f"{format_size(large['size']):>12}{bandwidth}")
     return _missing(ds, path) if check else 0
 
 
@@ -87,6 +98,10 @@ def compare(baseline: str, candidate: str, mapping: list[str], min_effect: float
     base, cand = (open_campaign(path) for path in paths)
     for line in provenance_differences(base, cand):
         print(f"commbench compare: warning: measured differently: {line}", file=sys.stderr)
+    for role, ds in (("baseline", base), ("candidate", cand)):
+        if "imported" in ds.coords and ds["imported"].values.any():
+            print(f"commbench compare: note: the {role} holds rows measured by another suite, by its method "
+                  f"({ds.attrs.get('source', 'imported')})", file=sys.stderr)
     result = across(base, cand, pairs, min_effect=min_effect, confidence=confidence)
     counts = verdict_counts(result)
     print(f"baseline:  {paths[0]}\ncandidate: {paths[1]}\nlibrary rows matched: {result.attrs['library_map']}")
@@ -177,6 +192,24 @@ def main(argv=None) -> int:
     history_parser.add_argument("--min-effect", type=float, default=0.05,
                                 help="smallest relative change reported (default 0.05)")
     history_parser.add_argument("--output", help="write the table of changed size ranges (.csv or .json)")
+    export_parser = commands.add_parser("export", help="a dataset as a tidy table, one row per point and launch")
+    export_parser.add_argument("target", help="campaign file or dataset (.nc)")
+    export_parser.add_argument("--format", choices=("csv", "parquet"),
+                               help="default: the output's suffix, else csv")
+    export_parser.add_argument("--output", help="the table's path (default: the dataset's, with the format's suffix)")
+    for suite, what in (("osu", "OSU Micro-Benchmarks outputs (one benchmark run per file)"),
+                        ("imb", "IMB-MPI1 outputs (their PingPong, PingPing, Sendrecv and collective tables)")):
+        importer = commands.add_parser(f"import-{suite}", help=f"{what} as a dataset in the campaign schema: one "
+                                                               "library row, marked imported")
+        importer.add_argument("files", nargs="+", metavar="FILE", help="files of one benchmark are its launches")
+        importer.add_argument("--library", required=True, help="the library row's name (e.g. mpich-5.0.2)")
+        importer.add_argument("--placement", required=True, help="the placement's name (e.g. 1N2P)")
+        importer.add_argument("--nodes", type=int, help="default: what the placement's name says (<nodes>N<ppn>P)")
+        importer.add_argument("--ppn", type=int, help="default: what the placement's name says")
+        if suite == "osu":
+            importer.add_argument("--kernel", help="the rows' kernel: the benchmark's (osu_latency: pingpong.send, "
+                                                   "...), optionally with @LABEL")
+        importer.add_argument("--output", required=True, help="the dataset to write (.nc)")
     args = parser.parse_args(argv)
     try:
         if args.command == "validate":
@@ -198,6 +231,20 @@ def main(argv=None) -> int:
                            args.fail_on, args.output)
         if args.command == "history":
             return history(args.target, args.min_effect, args.output)
+        if args.command == "export":
+            from .export import export
+
+            print(f"table: {export(_dataset_path(args.target), args.format, args.output)}")
+            return 0
+        if args.command.startswith("import-"):
+            from . import importers
+
+            ds = importers.import_files(args.files, args.command.removeprefix("import-"), args.library,
+                                        args.placement, getattr(args, "kernel", None), args.nodes, args.ppn,
+                                        name=Path(args.output).stem)
+            print("\n".join(importers.describe(ds)))
+            print(f"dataset: {importers.write(ds, args.output)}")
+            return 0
         return summary(args.target, check=args.check)
     except (CampaignError, FileNotFoundError, ValueError) as error:
         print(f"commbench: {error}", file=sys.stderr)

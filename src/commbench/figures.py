@@ -22,28 +22,17 @@ import pandas as pd
 import xarray as xr
 
 from . import dataset  # noqa: F401  (registers ds.commbench, which ReportData uses)
+from . import models
 from .campaign import kernel_of
 from .guards import WINDOWED_KERNELS
 from .compare import VERDICTS, across, changed_ranges, describe_range, provenance_differences, within
+from .stats import PERCENTILES, bytes_factor  # noqa: F401  (bytes_factor: figures' name for it)
+from .units import format_size
 
 MB = 1e6
 US = 1e-6
 WIDTH, HEIGHT = 520, 340
 SMALL_MESSAGES = 8000      # bytes: the reports' small-message range ends at 2000 integers
-
-# Kernels whose metric moves more than `size` bytes per timed unit, and by what factor
-# (see each kernel's metric line); the rest move `size` bytes.
-def bytes_factor(kernel: str, nprocs: int) -> float:
-    name = kernel_of(kernel)
-    if name in ("stream.bi", "exchange.sendrecv", "exchange.sendrecv_replace", "exchange.isend", "pingping"):
-        return 2.0
-    if name.startswith("multipair."):
-        return nprocs // 2
-    if name in ("io.own_file", "io.mpiio_all"):
-        return 2.0 * nprocs
-    if name in ("io.shared_file", "io.read_same"):
-        return float(nprocs)
-    return 1.0
 
 
 @dataclass
@@ -53,6 +42,7 @@ class Figure:
     caption: str
     build: object      # () -> HoloViews object, called once per backend
     panels: int = 1    # small multiples: what drawing it costs grows with them
+    page: str = ""     # the report page it belongs on (see PAGES); "" the first page
 
 
 @dataclass
@@ -103,21 +93,25 @@ class ReportData:
     @cached_property
     def points(self) -> pd.DataFrame:
         """One row per measured point: labels, placement shape, median time with its 95%
-        interval over launches (over samples with one launch), bandwidth in MB/s."""
+        interval over launches (over samples with one launch), mean, P50, P90 and P99 (summary's),
+        bandwidth in MB/s (summary's: bytes moved / median time)."""
         ds = self.ds
         summary = ds.commbench.summary(n_boot=self.n_boot)
         # Between launches where there are several (usually the wider interval), else between samples.
         interval = summary["mean_ci_launches" if ds.sizes["launch"] > 1 else "mean_ci_samples"]
         frame = xr.Dataset({"median_s": summary["median"], "mean_s": summary["mean"],
+                            **{f"{name}_s": summary[name] for name in PERCENTILES},
+                            "bandwidth_Bps": summary["bandwidth"],
                             "ci_low_s": interval.sel(bound="low", drop=True),
                             "ci_high_s": interval.sel(bound="high", drop=True)}).to_dataframe().reset_index()
         frame = frame.dropna(subset=["median_s"])
         frame = frame[frame["median_s"] > 0]
         for coord in ("nodes", "ppn", "nprocs", "emulated"):
             frame[coord] = frame["placement"].map(dict(zip(ds["placement"].values, ds[coord].values)))
-        factor = np.array([bytes_factor(k, n) for k, n in zip(frame["kernel"], frame["nprocs"])])
-        frame["bandwidth_MBps"] = factor * frame["size"] / frame["median_s"] / MB
+        frame["bandwidth_MBps"] = frame["bandwidth_Bps"] / MB
         frame["time_us"] = frame["median_s"] / US
+        for name in ("mean", *PERCENTILES):
+            frame[f"{name}_us"] = frame[f"{name}_s"] / US
         frame["ci_low_us"] = frame["ci_low_s"] / US
         frame["ci_high_us"] = frame["ci_high_s"] / US
         return frame.reset_index(drop=True)
@@ -190,6 +184,24 @@ def _size_options() -> dict:
     return {"fig_inches": (6.5, 4.2), "legend_position": "top_left"}
 
 
+# More curves than this in one overlay and a reader cannot tell them apart: a figure that would have
+# more draws one small panel per kernel instead, its libraries as the curves (see _small_multiples).
+MAX_CURVES = 12
+MULTIPLE_COLUMNS = 4
+
+
+def _small_multiples(frame: pd.DataFrame, panel: str, by: str, title: str, bandwidth: bool, ylabel=None):
+    """One small log-log panel per `panel` value (a curve per `by` group in each), on shared axes, so
+    forty kernel variants of a placement read as forty comparable panels rather than 200 tangled lines."""
+    bokeh = hv.Store.current_backend == "bokeh"
+    size = {"width": 280, "height": 210} if bokeh else {"fig_inches": (3.2, 2.4)}
+    panels = []
+    for name, rows in frame.groupby(panel, sort=True):
+        overlay = _curves(rows, by, str(name), bandwidth, ylabel=ylabel)
+        panels.append(overlay.opts(show_legend=len(panels) == 0, fontsize={"title": 9}, **size))
+    return hv.Layout(panels).cols(MULTIPLE_COLUMNS)
+
+
 def _time_and_bandwidth(frame, by, title, vlines=()):
     return lambda: (_curves(frame, by, f"{title}: time", False, vlines)
                     + _curves(frame, by, f"{title}: bandwidth", True, vlines)).cols(2)
@@ -239,10 +251,24 @@ def _kernel_pair(data: ReportData, name: str, title: str, first: str, others: li
         rows = data.points[data.points["kernel"].isin([first, *others]) & (data.points["placement"] == placement)]
         if rows["kernel"].nunique() >= 2:
             rows = rows.assign(curve=rows["kernel"] + " " + rows["library"])
+            if rows["curve"].nunique() > MAX_CURVES:
+                figures.append(_multiples_figure(f"{name}-{placement}", f"{title}, {placement}",
+                                                 f"{title}: median time against size, placement {placement}.",
+                                                 rows, False))
+                continue
             figures.append(Figure(f"{name}-{placement}", f"{title}, {placement}",
                                   f"{title}: median time and bandwidth against size per kernel and library, "
                                   f"placement {placement}.", _time_and_bandwidth(rows, "curve", placement)))
     return figures or [Skipped(name, title, why)]
+
+
+def _multiples_figure(name: str, title: str, caption: str, rows: pd.DataFrame, bandwidth: bool,
+                      ylabel=None) -> Figure:
+    """`rows` (a curve per kernel and library) as small multiples: a panel per kernel, a curve per library."""
+    kernels = rows["kernel"].nunique()
+    return Figure(name, title, caption + f" {rows['curve'].nunique()} curves, more than {MAX_CURVES}: one panel "
+                                         f"per kernel ({kernels}), a curve per library.",
+                  lambda: _small_multiples(rows, "kernel", "library", title, bandwidth, ylabel), panels=kernels)
 
 
 def send_against_ssend(data: ReportData) -> list:
@@ -355,6 +381,11 @@ def _per_placement(data: ReportData, name: str, title: str, prefixes, minimum: i
         rows = rows.assign(curve=rows["kernel"] + " " + rows["library"])
         if mbps:      # NetPIPE's unit: megabits per second
             rows = rows.assign(bandwidth_MBps=rows["bandwidth_MBps"] * 8)
+        if rows["curve"].nunique() > MAX_CURVES:
+            figures.append(_multiples_figure(f"{name}-{placement}", f"{title}, {placement}",
+                                             caption + data.window_note(rows["kernel"].unique()), rows, bandwidth,
+                                             ylabel="throughput (Mbps)" if mbps else None))
+            continue
         figures.append(Figure(f"{name}-{placement}", f"{title}, {placement}",
                               caption + data.window_note(rows["kernel"].unique()),
                               lambda rows=rows, placement=placement: _curves(
@@ -452,26 +483,37 @@ def findings_figure(data: ReportData, library: str, placement: str, kernel: str)
                   lambda: _curves(rows, "library", f"{kernel} {library} {placement}", False, marks))
 
 
-FIGURES = (library_comparison, placement_comparison, send_against_ssend, one_sided_against_two_sided,
-           small_messages, throughput_modes, point_to_point_variants, patterns, multipair_against_ppn,
-           collectives_against_ranks, collective_bounds, io_against_tasks, io_strategies)
+# The report's pages, each with the figures that go on it. A campaign whose figures fit on one page
+# (report.MAX_FIGURES_ONE_PAGE) gets one page in this order; a larger one gets the first page (what
+# every reader needs: libraries, placements, small messages) and one page per kernel family.
+PAGES = (("", (library_comparison, placement_comparison, small_messages)),
+         ("point-to-point", (send_against_ssend, one_sided_against_two_sided, throughput_modes,
+                             point_to_point_variants, multipair_against_ppn)),
+         ("patterns", (patterns,)),
+         ("collectives", (collectives_against_ranks, collective_bounds)),
+         ("io", (io_against_tasks, io_strategies)))
+FIGURES = tuple(make for _, makers in PAGES for make in makers)
 
 
 def performance_table(data: ReportData) -> Table | Skipped:
-    """The switch-table view: latency and uni-/bi-directional bandwidth per library and
-    placement, with Hockney fit parameters and their 95% intervals."""
+    """The switch-table view: latency (mean, median, P90, P99) and uni-/bi-directional bandwidth per
+    library and placement, with each curve's regimes and their 95% intervals, and the single-line
+    Hockney fit where it describes the curve."""
     kernel = data.main_kernel()
     title = "Latency and bandwidth per library and placement"
     if kernel is None:
         return Skipped("performance-table", title, "needs a ping-pong or stream kernel")
     points = data.points
-    fit = data.ds.sel(kernel=[kernel]).commbench.fit("hockney")
+    fit = data.ds.sel(kernel=[kernel]).commbench.fit("regimes")
     rows = []
     for (library, placement), mine in points[points["kernel"] == kernel].groupby(["library", "placement"]):
         smallest, largest = mine.loc[mine["size"].idxmin()], mine.loc[mine["size"].idxmax()]
-        cell = fit.sel(library=library, placement=placement, kernel=kernel)
+        latency = f"latency at {int(smallest['size'])} B (us)"
         row = {"library": library, "placement": placement,
-               f"latency at {int(smallest['size'])} B (us)": round(smallest["time_us"], 3),
+               f"{latency}: mean": round(smallest["mean_us"], 3),
+               f"{latency}: P50 (median)": round(smallest["p50_us"], 3),
+               f"{latency}: P90": round(smallest["p90_us"], 3),
+               f"{latency}: P99": round(smallest["p99_us"], 3),
                f"{kernel} bandwidth at {int(largest['size'])} B (MB/s)": round(largest["bandwidth_MBps"], 1)}
         # The switch tables' columns: streaming bandwidth, the TCP baseline, and the peak a
         # copy in memory reaches, against which the achieved bandwidth is judged.
@@ -488,14 +530,49 @@ def performance_table(data: ReportData) -> Table | Skipped:
                 if other_kernel == "memcpy":
                     best = max(v for k, v in row.items() if "(MB/s)" in k and "memcpy" not in k)
                     row["best achieved / memcpy peak"] = round(best / top["bandwidth_MBps"], 3)
-        if "latency_s" in cell:
-            row["fitted latency (us) [95%]"] = _with_interval(cell["latency_s"] / US, cell["latency_interval_s"] / US)
-            row["fitted bandwidth (MB/s) [95%]"] = _with_interval(cell["bandwidth_Bps"] / MB,
-                                                                  cell["bandwidth_interval_Bps"] / MB)
+        if "latency_s" in fit and np.isfinite(fit["latency_s"].sel(library=library, placement=placement,
+                                                                     kernel=kernel)):
+            row.update(regime_columns(fit.sel(library=library, placement=placement, kernel=kernel)))
         rows.append(row)
     return Table("performance-table", title,
-                 f"Measured medians (all launches pooled) and a Hockney fit T = latency + size / bandwidth "
-                 f"of {kernel}; stream columns where the campaign ran them.", pd.DataFrame(rows))
+                 f"{kernel}. Latency at the smallest size: mean over all samples; P50, P90 and P99 of a typical "
+                 f"launch (the median over launches of each launch's percentile; P50 is the median). Bandwidth: "
+                 f"bytes moved / median time; stream columns where the campaign ran them. Regimes from a "
+                 f"piecewise alpha-beta fit (segments chosen by BIC): the first regime's latency, the last "
+                 f"regime's asymptotic bandwidth, and between which measured sizes each new regime starts. "
+                 f"The single-line Hockney fit T = latency + size / bandwidth is shown only where it fits: "
+                 f"its relative residual is within {models.NOISE_Z:g} standard errors of the point's median "
+                 f"(from the spread of its samples and launches) at all but {models.MISFIT_FRACTION:.0%} of "
+                 f"the sizes; elsewhere it lies between regimes and describes none.", pd.DataFrame(rows))
+
+
+def regime_columns(cell: xr.Dataset) -> dict:
+    """A curve's fit_regimes result (ds.commbench.fit("regimes") at one curve) as table columns."""
+    switches = [(low, high) for low, high in cell["switch_interval_bytes"].values if np.isfinite(high)]
+    n_sizes, beyond = int(cell["n_sizes"]), int(cell["beyond_noise"])
+    fits = bool(cell["hockney_fits"])
+    return {
+        "latency, first regime (us) [95%]": _with_interval(cell["latency_s"] / US, cell["latency_interval_s"] / US),
+        "bandwidth, last regime (MB/s) [95%]": _with_interval(cell["bandwidth_Bps"] / MB,
+                                                              cell["bandwidth_interval_Bps"] / MB),
+        "regime switches": "; ".join(f"between {_exact_size(low)} and {_exact_size(high)}"
+                                     for low, high in switches) or "none",
+        "Hockney fit": (f"fits: {n_sizes - beyond} of {n_sizes} sizes within noise" if fits
+                        else f"does not fit: {beyond} of {n_sizes} sizes beyond noise"),
+        "Hockney latency (us) [95%]": _with_interval(cell["hockney_latency_s"] / US,
+                                                     cell["hockney_latency_interval_s"] / US) if fits else "-",
+        "Hockney bandwidth (MB/s) [95%]": _with_interval(cell["hockney_bandwidth_Bps"] / MB,
+                                                         cell["hockney_bandwidth_interval_Bps"] / MB) if fits else "-",
+    }
+
+
+def _exact_size(size: float) -> str:
+    """format_size where it is exact ('16 KiB'), else bytes ('16381 B', not a rounded '16 KiB'): a
+    switch between 16381 B and 16 KiB must not read as one between 16 KiB and 16 KiB."""
+    text = format_size(size)
+    number, unit = text.split()
+    exact = float(number) * 1024 ** ("B", "KiB", "MiB", "GiB", "TiB").index(unit) == size
+    return text if exact else f"{int(size)} B"
 
 
 def _with_interval(value: xr.DataArray, interval: xr.DataArray) -> str:
@@ -503,8 +580,13 @@ def _with_interval(value: xr.DataArray, interval: xr.DataArray) -> str:
     if not np.isfinite(value):
         return "n/a"
     if np.isfinite(low) and np.isfinite(high):
-        return f"{value:.4g} [{low:.4g}, {high:.4g}]"
-    return f"{value:.4g}"
+        return f"{_figure(value)} [{_figure(low)}, {_figure(high)}]"
+    return _figure(value)
+
+
+def _figure(value: float) -> str:
+    """Four significant figures, or a whole number from 1e4 to 1e7 ('15024' MB/s, not '1.502e+04')."""
+    return f"{value:.0f}" if 1e4 <= abs(value) < 1e7 else f"{value:.4g}"
 
 
 def halo_speedup_table(data: ReportData) -> Table | Skipped:
@@ -557,7 +639,14 @@ def all_tables(data: ReportData) -> tuple[list[Table], list[Skipped]]:
 
 
 def all_figures(data: ReportData) -> list:
-    return [item for make in FIGURES for item in make(data)]
+    """Every figure (with its page) and every figure the dataset cannot give (Skipped), in PAGES order."""
+    items = []
+    for page, makers in PAGES:
+        for item in (item for make in makers for item in make(data)):
+            if isinstance(item, Figure):
+                item.page = page
+            items.append(item)
+    return items
 
 
 # ----------------------------------------------------------------------------- comparisons

@@ -1,0 +1,113 @@
+"""What users put next to OSU's numbers: the report's parameter table and `commbench summary`.
+
+The table's regimes and its Hockney flag are checked on synthetic curves with known parameters;
+the CLI's bandwidth and percentiles against the report's on a real campaign with bidirectional
+kernels, run through the workflow."""
+
+import pytest
+
+from commbench import cli, models
+from commbench import synthetic as syn
+from commbench.dataset import open_campaign
+from commbench.figures import ReportData, performance_table
+
+from conftest import snakemake, write_campaign
+
+HEAVY = dict(tail_df=3.0, outlier_fraction=0.02, outlier_scale=5.0)
+
+
+def leading_number(cell: str) -> float:
+    """The value of a '7.3 [7.2, 7.4]' cell."""
+    return float(cell.split()[0])
+
+
+def test_parameter_table_gives_each_regime_and_the_hockney_fit_only_where_it_fits():
+    """A curve with an eager -> rendezvous switch at 16 KiB (7.3 us, then +6 us and 9 GB/s) and one
+    without: the first gets its regimes and a flagged Hockney fit, the second keeps the fit."""
+    grid = syn.netpipe(1, 4 * 2**20)
+    noise = syn.Noise(0.01, launch_relative=0.002, **HEAVY)
+    single = syn.generate(grid, syn.GroundTruth(2e-6, 5e9), noise, 30, 3, seed=1)
+    switching = syn.generate(grid, syn.GroundTruth(7.3e-6, 5e9, switches=(syn.Switch(16384, 6e-6, 9e9),)), noise,
+                             30, 3, seed=2)
+    ds = syn.campaign_dataset({("single", "1N2P", "pingpong.send"): single,
+                               ("switching", "1N2P", "pingpong.send"): switching})
+    ds = ds.assign_coords(nodes=("placement", [1]), ppn=("placement", [2]), nprocs=("placement", [2]),
+                          emulated=("placement", [False]))
+    table = performance_table(ReportData(ds, n_boot=50))
+    rows = table.frame.set_index("library")
+
+    multi = rows.loc["switching"]
+    assert leading_number(multi["latency, first regime (us) [95%]"]) == pytest.approx(7.3, rel=0.03)
+    assert leading_number(multi["bandwidth, last regime (MB/s) [95%]"]) == pytest.approx(9000, rel=0.03)
+    assert multi["regime switches"] == "between 16381 B and 16 KiB"
+    assert multi["Hockney fit"].startswith("does not fit: ")
+    assert multi["Hockney latency (us) [95%]"] == multi["Hockney bandwidth (MB/s) [95%]"] == "-"
+    # The line the table no longer shows: its latency and bandwidth are no regime's.
+    hockney = models.fit_hockney(switching.sizes, switching.times)
+    assert hockney.latency_s > 1.05 * 7.3e-6 and 5.5e9 < hockney.bandwidth_Bps < 8.5e9
+
+    one = rows.loc["single"]
+    assert one["regime switches"] == "none" and one["Hockney fit"].startswith("fits: ")
+    assert leading_number(one["Hockney latency (us) [95%]"]) == pytest.approx(2.0, rel=0.03)
+    assert leading_number(one["Hockney bandwidth (MB/s) [95%]"]) == pytest.approx(5000, rel=0.03)
+    assert leading_number(one["latency, first regime (us) [95%]"]) == pytest.approx(2.0, rel=0.03)
+    # Percentiles at the smallest size, next to mean and median, ordered as percentiles are.
+    p50, p90, p99 = (one[f"latency at 1 B (us): {name}"] for name in ("P50 (median)", "P90", "P99"))
+    assert p50 == pytest.approx(2.0, rel=0.03) and p50 < p90 < p99
+    assert "standard errors" in table.caption and "P99" in table.caption
+
+
+BIDIRECTIONAL = """
+    campaign: bidirectional
+    libraries:
+      mpich-5.0.2: {mpi: mpich-5.0.2}
+    placements:
+      - {name: 1N2P, nodes: 1, ppn: 2}
+    kernels:
+      pingpong.send: {sizes: {list: [8, 1Ki, 64Ki]}}
+      stream.bi: {sizes: {list: [8, 1Ki, 64Ki]}}
+      exchange.sendrecv: {sizes: {list: [8, 1Ki, 64Ki]}}
+    launches: 2
+    precision: {rse: 0.05, min_samples: 5, max_samples: 100, max_point_time: 0.5}
+    timeout: 120
+"""
+
+
+@pytest.fixture(scope="module")
+def bidirectional(workspace, built):
+    """A real campaign's dataset (the workflow's, report left out) with two bidirectional kernels."""
+    campaign = write_campaign(workspace / "config" / "campaigns", BIDIRECTIONAL, "bidirectional.yaml")
+    dataset = workspace / "results" / "bidirectional" / "bidirectional.nc"
+    snakemake(workspace, str(dataset.relative_to(workspace)), "--configfile", str(campaign))
+    return dataset
+
+
+@pytest.mark.mpi
+def test_cli_bandwidth_and_percentiles_are_the_reports(bidirectional, capsys):
+    ds = open_campaign(bidirectional)
+    points = ReportData(ds, n_boot=50).points
+    summary = ds.commbench.summary(ci=False).sel(library="mpich-5.0.2", placement="1N2P", size=65536)
+    table = performance_table(ReportData(ds, n_boot=50)).frame.iloc[0]
+    printed = {kernel: line.split() for kernel, line in
+               ((line.split()[2], line) for line in _table_lines(capsys, bidirectional))}
+    for kernel in ("pingpong.send", "stream.bi", "exchange.sendrecv"):
+        fields = printed[kernel]
+        largest = points[(points["kernel"] == kernel) & (points["size"] == 65536)].iloc[0]
+        assert fields[-3:] == ["64", "KiB", f"{largest['bandwidth_MBps']:.1f}"], fields
+        # The time columns at 8 B: mean, P50, P90, P99 in microseconds, as the summary gives them.
+        smallest = ds.commbench.summary(ci=False).sel(library="mpich-5.0.2", placement="1N2P", kernel=kernel, size=8)
+        assert fields[3:9] == ["8", "B", *(f"{float(smallest[name]) * 1e6:.3f}" for name in ("mean", "p50", "p90",
+                                                                                             "p99"))], fields
+    # Both directions count: stream.bi and the exchange move twice the message per timed unit.
+    for kernel in ("stream.bi", "exchange.sendrecv"):
+        one_way = 65536 / float(summary["median"].sel(kernel=kernel)) / 1e6
+        assert float(printed[kernel][-1]) == pytest.approx(2 * one_way, rel=1e-3)
+    assert float(printed["stream.bi"][-1]) == table["stream.bi at 65536 B (MB/s)"]
+
+
+def _table_lines(capsys, dataset) -> list[str]:
+    """The rows of `commbench summary`'s table (after its two header lines)."""
+    assert cli.main(["summary", str(dataset)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("library"))
+    return [line for line in lines[start + 1:] if line.strip()]
