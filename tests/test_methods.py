@@ -118,6 +118,15 @@ def test_the_report_notebook_shows_the_section(tiny):
 
 
 @pytest.mark.mpi
+def test_the_campaigns_report_has_the_section_before_its_figures(tiny):
+    page = (tiny / "report.html").read_text()
+    ds = open_campaign(tiny / "tiny.nc")
+    start, figures = page.index("<h2 id='methods'>Methods</h2>"), page.index("<h2>Figures</h2>")
+    assert start < figures
+    assert f"before sampling): {nanoseconds(float(ds.attrs['timer_resolution_s']))}" in page[start:figures]
+
+
+@pytest.mark.mpi
 def test_a_dataset_that_lost_its_records_says_not_recorded(tiny):
     ds = open_campaign(tiny / "tiny.nc")
     older = ds.drop_vars(["cpu_binding", "timer_resolution_s", "harness_overhead_s", "position", "metric",

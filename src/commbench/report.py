@@ -8,7 +8,10 @@ Where the campaign has two or more library rows (or a baseline campaign is given
 report opens with what changed: per compared pair, the ratio against size per kernel and
 placement, and the size ranges that changed with their verdict and q value.
 
-The HTML is self-contained: BokehJS and its CSS are inlined, so it opens offline.
+The HTML is self-contained: BokehJS and its CSS are inlined, so it opens offline. A campaign with more
+figures than fit one page gets report.html (what changed, the overview figures, tables, provenance)
+and one report-<family>.html per kernel family; past MAX_INTERACTIVE_PANELS Bokeh panels in all, a
+figure is shown as its static PNG (inlined too), so neither the build nor the page grows without bound.
 Static copies of every figure (PNG and SVG, drawn with matplotlib by commbench.static, in
 a forked process while the HTML is built) go to figures/, listed with the skipped figures
 in figures/manifest.json.
@@ -16,6 +19,7 @@ in figures/manifest.json.
 
 from __future__ import annotations
 
+import base64
 import html
 import importlib
 import json
@@ -30,6 +34,7 @@ import xarray as xr
 
 from .figures import (MAX_PANELS, Comparison, Figure, ReportData, Skipped, Table, all_figures, all_tables,
                       changed_ranges_table, ratio_figures)
+from .methods import methods_html
 from .provenance import REPO_ROOT
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "04-report.ipynb"
@@ -70,7 +75,7 @@ class StaticDrawing:
     Where fork is not available (or a single core), the figures are drawn in files(), in turn."""
 
     def __init__(self, figures: list[Figure], directory: Path):
-        self.figures, self.directory, self.pool, self.pending = figures, directory, None, None
+        self.figures, self.directory, self.pool, self.pending, self.drawn = figures, directory, None, None, None
 
     def __enter__(self):
         import multiprocessing
@@ -86,9 +91,15 @@ class StaticDrawing:
         return self
 
     def files(self) -> list[list[str]]:
-        if self.pending is None:
-            return [save_static(figure, self.directory) for figure in self.figures]
-        return self.pending.get()
+        if self.drawn is None:
+            self.drawn = ([save_static(figure, self.directory) for figure in self.figures] if self.pending is None
+                          else self.pending.get())
+        return self.drawn
+
+    def image(self, name: str) -> str:
+        """A figure's PNG as a data URI (waiting for the drawing), for a page that shows it static."""
+        self.files()
+        return "data:image/png;base64," + base64.b64encode((self.directory / f"{name}.png").read_bytes()).decode()
 
     def __exit__(self, *exc):
         if self.pool is not None:
@@ -253,6 +264,7 @@ th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 .caption { color: #555; font-size: 0.9em; } .skipped { color: #8a5a00; }
 .flag { background: #fde2e2; border: 1px solid #d33; padding: 0.6em; }
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 0.8em; }
+img.static { max-width: 100%; }
 """
 
 
@@ -297,22 +309,43 @@ def _comparisons_html(sections: list[ComparisonSection], skipped: list[Skipped],
     return "".join(parts)
 
 
-def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], tables: list[Table],
-                provenance: list[Table], title: str, comparisons: list[ComparisonSection] = (),
-                comparisons_skipped: list[Skipped] = ()) -> str:
+def figure_divs(figures: list[Figure], interactive: set[str] | None = None,
+                image=None) -> tuple[str, str, dict[str, str]]:
+    """(resources, script, div per figure name): Bokeh for the figures in `interactive` (all when None),
+    the static PNG `image(name)` gives (a data URI) for the others."""
     from bokeh.embed import components
     from bokeh.embed.bundle import bundle_for_objs_and_resources
     from bokeh.resources import INLINE
 
-    every_figure = [figure for section in comparisons for figure in section.figures] + list(figures)
-    models = [hv.render(build_with("bokeh", figure), backend="bokeh") for figure in every_figure]
+    live = [figure for figure in figures if interactive is None or figure.name in interactive]
+    models = [hv.render(build_with("bokeh", figure), backend="bokeh") for figure in live]
     script, divs = components(models) if models else ("", [])
     # Only the BokehJS these models use, inlined. All registered extensions (INLINE.render())
     # would pull in one that loads a module shim from a relative URL, an error offline.
     bundle = bundle_for_objs_and_resources(models, INLINE) if models else None
     resources = (bundle.scripts() + "".join(f"<style>{css}</style>" for css in bundle.css_raw)) if bundle else ""
-    divs = dict(zip((figure.name for figure in every_figure), divs))
+    divs = dict(zip((figure.name for figure in live), divs))
+    for figure in figures:
+        if figure.name not in divs:
+            divs[figure.name] = (f"<img class='static' alt='{html.escape(figure.title)}' src='{image(figure.name)}'>"
+                                 "<p class='caption'>Drawn static: the report's interactive figures are spent "
+                                 f"(at most {MAX_INTERACTIVE_PANELS} panels); notebooks/01-explore.ipynb draws "
+                                 "any curve interactively.</p>")
+    return resources, script, divs
+
+
+def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], tables: list[Table],
+                provenance: list[Table], title: str, comparisons: list[ComparisonSection] = (),
+                comparisons_skipped: list[Skipped] = (), interactive: set[str] | None = None, image=None,
+                pages: list[tuple[str, str, int]] = ()) -> str:
+    """The report's first page. `pages`: (title, file, figures) of the figure pages it links to."""
+    every_figure = [figure for section in comparisons for figure in section.figures] + list(figures)
+    resources, script, divs = figure_divs(every_figure, interactive, image)
     sections = [_figure_html(figure, divs[figure.name]) for figure in figures]
+    if pages:
+        sections.append("<p>More figures, one page per kernel family:</p><ul>" + "".join(
+            f"<li><a href='{html.escape(file)}'>{html.escape(name)}</a>: {count} figures</li>"
+            for name, file, count in pages) + "</ul>")
     changed = _comparisons_html(list(comparisons), list(comparisons_skipped), divs)
     skipped_html = "".join(f"<li class='skipped'><b>{html.escape(s.title)}</b>: skipped, {html.escape(s.reason)}</li>"
                            for s in skipped)
@@ -347,6 +380,7 @@ Report written {datetime.now(timezone.utc).isoformat(timespec="seconds")} from t
 {flags}
 {changed}
 {notes}
+{methods_html(ds)}
 <h2>Figures</h2>
 {"".join(sections) or "<p>No figure could be drawn from this dataset.</p>"}
 <ul>{skipped_html}</ul>
@@ -357,6 +391,54 @@ Report written {datetime.now(timezone.utc).isoformat(timespec="seconds")} from t
 <h3>Campaign configuration</h3><pre>{html.escape(config)}</pre>
 </body></html>
 """
+
+
+def render_figure_page(title: str, page: str, figures: list[Figure], interactive: set[str] | None, image) -> str:
+    """A page of the report's figures of one kernel family, linked from and back to report.html."""
+    resources, script, divs = figure_divs(figures, interactive, image)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}: {html.escape(page)}</title>
+{resources}
+<style>{STYLE}</style>
+{script}
+</head><body>
+<h1>{html.escape(title)}: {html.escape(page)}</h1>
+<p><a href='report.html'>Back to the report</a> (what changed, tables, provenance).</p>
+{"".join(_figure_html(figure, divs[figure.name]) for figure in figures)}
+</body></html>
+"""
+
+
+# A report with more figures than this gets one page per kernel family (figures.PAGES) after its first.
+MAX_FIGURES_ONE_PAGE = 40
+# Bokeh panels in the whole report, in page order; figures past it are shown as their static PNG. A
+# panel costs Bokeh about half a second to render and serialise, and a page with hundreds of them is
+# slow to open as well.
+MAX_INTERACTIVE_PANELS = 160
+
+
+def interactive_figures(figures: list[Figure]) -> set[str]:
+    """Names of the figures drawn with Bokeh: in report order, while their panels fit the budget."""
+    chosen, spent = set(), 0
+    for figure in figures:
+        if spent + figure.panels <= MAX_INTERACTIVE_PANELS:
+            chosen.add(figure.name)
+            spent += figure.panels
+    return chosen
+
+
+def figure_pages(figures: list[Figure]) -> dict[str, list[Figure]]:
+    """Figures per page, first page ("") first: all on it where they fit, else as figures.PAGES says."""
+    if len(figures) <= MAX_FIGURES_ONE_PAGE:
+        return {"": list(figures)}
+    pages: dict[str, list[Figure]] = {"": []}
+    for figure in figures:
+        pages.setdefault(figure.page, []).append(figure)
+    return pages
+
+
+def page_file(page: str) -> str:
+    return f"report-{page}.html"
 
 
 def config_description(ds: xr.Dataset) -> str:
@@ -384,12 +466,27 @@ def write_report(data: ReportData, directory, title: str | None = None) -> dict:
     study = data.config.get("report", {}).get("study")
     title = title or f"commbench report: {study or data.ds.attrs.get('campaign', 'campaign')}"
     static = compared_figures + figures
+    pages = figure_pages(figures)
+    interactive = interactive_figures(compared_figures + [f for members in pages.values() for f in members])
+    more = [(page, page_file(page), len(members)) for page, members in pages.items() if page]
+    on_page = {figure.name: page_file(page) if page else "report.html"
+               for page, members in pages.items() for figure in members}
     with StaticDrawing(static, figures_dir) as drawing:     # beside the HTML's figures, in another process
-        page = render_html(data.ds, figures, skipped, tables, provenance_tables(data.ds), title, comparisons,
-                           not_compared)
-        manifest["figures"] = [{"name": figure.name, "title": figure.title, "files": names}
+        # What could not be drawn is listed on the first page, whichever page it would have gone on.
+        first = render_html(data.ds, pages[""], skipped, tables, provenance_tables(data.ds), title, comparisons,
+                            not_compared, interactive, drawing.image, more)
+        written = {page_file(page): render_figure_page(title, page, members, interactive, drawing.image)
+                   for page, members in pages.items() if page}
+        manifest["figures"] = [{"name": figure.name, "title": figure.title, "files": names,
+                                "page": on_page.get(figure.name, "report.html"),
+                                "interactive": figure.name in interactive}
                                for figure, names in zip(static, drawing.files())]
-    (directory / "report.html").write_text(page)
+    for old in directory.glob(page_file("*")):     # a previous, larger report's pages
+        old.unlink()
+    (directory / "report.html").write_text(first)
+    for name, text in written.items():
+        (directory / name).write_text(text)
+    manifest["pages"] = ["report.html", *written]
     (figures_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return manifest
 
@@ -408,12 +505,16 @@ def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK, bas
     (another campaign's dataset) the report also compares this campaign against it."""
     import papermill
 
+    from .stderr_log import stderr_to
+
     output_dir = Path(output_dir) if output_dir else report_dir(dataset)
     output_dir.mkdir(parents=True, exist_ok=True)
     executed = output_dir / "report.ipynb"
-    papermill.execute_notebook(str(notebook), str(executed), cwd=str(REPO_ROOT), progress_bar=False,
-                               parameters={"dataset": str(Path(dataset).resolve()),
-                                           "output_dir": str(output_dir.resolve()), "show_figures": False,
-                                           "baseline": str(Path(baseline).resolve()) if baseline else ""})
+    # The kernel's own warnings (transport, debugger, frozen modules) go to a log, not the terminal.
+    with stderr_to(output_dir / "logs" / "report-kernel.log"):
+        papermill.execute_notebook(str(notebook), str(executed), cwd=str(REPO_ROOT), progress_bar=False,
+                                   parameters={"dataset": str(Path(dataset).resolve()),
+                                               "output_dir": str(output_dir.resolve()), "show_figures": False,
+                                               "baseline": str(Path(baseline).resolve()) if baseline else ""})
     return output_dir / "report.html"
 

@@ -30,8 +30,8 @@ def draw(obj) -> plt.Figure:
     panels = list(obj) if isinstance(obj, hv.Layout) else [obj]
     columns = min(getattr(obj, "_max_cols", None) or len(panels), len(panels)) if isinstance(obj, hv.Layout) else 1
     rows = -(-len(panels) // columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(PANEL_INCHES[0] * columns, PANEL_INCHES[1] * rows),
-                                squeeze=False)
+    width, height = _options(panels[0]).get("fig_inches") or PANEL_INCHES     # small multiples ask for less
+    figure, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False)
     try:
         for ax, panel in zip(axes.ravel(), panels):
             _panel(ax, panel)
@@ -99,9 +99,12 @@ def _panel(ax, panel) -> None:
         # the cost of a panel.
         ax.set_xticks(list(options["xticks"]))
         ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_title(options.get("title", getattr(panel, "label", "")), fontsize=10)
+    fontsize = options.get("fontsize")
+    ax.set_title(options.get("title", getattr(panel, "label", "")),
+                 fontsize=fontsize.get("title", 10) if isinstance(fontsize, dict) else fontsize or 10)
     ax.set_xlabel(options.get("xlabel") or (panel.kdims[0].pprint_label if panel.kdims else ""))
     ax.set_ylabel(options.get("ylabel") or "")
     ax.grid(True, which="major", alpha=0.3)
-    if any(line.get_label() and not line.get_label().startswith("_") for line in ax.get_lines()):
+    if options.get("show_legend", True) and any(line.get_label() and not line.get_label().startswith("_")
+                                                for line in ax.get_lines()):
         ax.legend(loc="upper left", fontsize=7, framealpha=0.8)

@@ -1,0 +1,96 @@
+"""A report of a broad campaign: many kernel variants become small multiples, figures past one page go
+on one page per kernel family, and figures past the interactive budget are shown as their static PNG;
+every page opens in a real headless browser without errors. Synthetic campaigns keep it fast."""
+
+import base64
+import io
+import re
+import time
+
+import pytest
+from PIL import Image
+
+from commbench import report
+from commbench.figures import MAX_CURVES, ReportData
+from commbench.report import write_report
+
+from test_compare_report import two_libraries
+from test_report import RENDERED, _browser
+
+# Two library rows x eight variants: 16 curves in one overlay, more than a reader can tell apart.
+VARIANTS = tuple(f"pingpong.send@v{n}" for n in range(8))
+
+
+@pytest.fixture(scope="module")
+def broad(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("broad")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(report, "MAX_FIGURES_ONE_PAGE", 2)        # this campaign's figures do not fit one page
+        patch.setattr(report, "MAX_INTERACTIVE_PANELS", 14)     # the comparison's panels spend most of it
+        manifest = write_report(ReportData(two_libraries(kernels=VARIANTS, placements=("1N2P", "2N1P"))), directory)
+    return directory, manifest
+
+
+def test_many_variants_become_one_panel_per_kernel(broad):
+    directory, manifest = broad
+    variants = [figure for figure in manifest["figures"] if figure["name"].startswith("variants-")]
+    assert [figure["name"] for figure in variants] == ["variants-1N2P", "variants-2N1P"]
+    page = (directory / variants[0]["page"]).read_text()
+    assert f"16 curves, more than {MAX_CURVES}: one panel per kernel (8), a curve per library" in page
+    with Image.open(directory / "figures" / "variants-1N2P.png") as image:
+        width, height = image.size
+    assert height > width / 4     # 8 panels in two rows of 4 (in one row it would be under a fifth)
+
+
+def test_figures_past_the_first_page_go_on_their_family_page(broad):
+    directory, manifest = broad
+    assert manifest["pages"] == ["report.html", "report-point-to-point.html"]
+    first = (directory / "report.html").read_text()
+    assert "<a href='report-point-to-point.html'>point-to-point</a>" in first
+    on_page = {figure["name"]: figure["page"] for figure in manifest["figures"]}
+    assert on_page["library-comparison-1N2P"] == on_page["placement-comparison-mpich-4.3.2"] == "report.html"
+    assert on_page["variants-1N2P"] == on_page["throughput-2N1P"] == "report-point-to-point.html"
+    family = (directory / "report-point-to-point.html").read_text()
+    for name, page in on_page.items():
+        if not name.startswith("compare-"):
+            assert (f"id='fig-{name}'" in family) == (page != "report.html"), name
+            assert (f"id='fig-{name}'" in first) == (page == "report.html"), name
+
+
+def test_past_the_interactive_budget_a_figure_is_its_static_image(broad):
+    directory, manifest = broad
+    drawn = [figure for figure in manifest["figures"] if figure["interactive"]]
+    static = [figure for figure in manifest["figures"] if not figure["interactive"]]
+    assert drawn and static
+    assert manifest["figures"][0]["interactive"]        # what changed comes first, and is interactive
+    family = (directory / "report-point-to-point.html").read_text()
+    images = re.findall(r"<img class='static' alt='[^']*' src='data:image/png;base64,([^']+)'>", family)
+    assert len(images) == sum(figure["page"] == "report-point-to-point.html" for figure in static)
+    with Image.open(io.BytesIO(base64.b64decode(images[0]))) as image:
+        image.verify()
+    assert "Drawn static: the report's interactive figures are spent (at most 14 panels)" in family
+
+
+def test_every_page_renders_in_headless_chromium(broad):
+    directory, manifest = broad
+    driver = _browser()
+    try:
+        for page in manifest["pages"]:
+            interactive = sum(f["interactive"] and f["page"] == page for f in manifest["figures"])
+            driver.get((directory / page).resolve().as_uri())
+            state = None
+            for _ in range(120):
+                state = driver.execute_script("return typeof Bokeh === 'undefined' ? null : true") and \
+                    driver.execute_script(RENDERED)
+                if state and state["idle"] and state["roots"] >= interactive:
+                    break
+                time.sleep(0.5)
+            errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+            assert not errors, (page, errors)
+            if interactive:
+                assert state and state["roots"] >= interactive, (page, state)
+            shown = driver.execute_script("return [...document.images].filter(i => i.complete && i.naturalWidth > 0)"
+                                          ".length")
+            assert shown == sum(not f["interactive"] and f["page"] == page for f in manifest["figures"])
+    finally:
+        driver.quit()
