@@ -1,0 +1,81 @@
+"""A campaign's progress lines: counts that go up by one per finished launch, even when launches
+finish together, and time left estimated from the launches measured most like those left."""
+
+import json
+import os
+
+import pytest
+
+from commbench.progress import Progress, campaign_progress, format_duration, progress_line, raw_file_beside
+
+from conftest import REPO
+
+RUNS = [(library, "1N2P", kernel, launch)
+        for library in ("mpich", "openmpi") for kernel in ("pingpong.send", "coll.bcast") for launch in range(3)]
+
+
+def write_launch(raw_dir, run, duration_s, mtime_ns, status="ok"):
+    """A raw file as the launcher writes it (its launch record first), with the time it was written."""
+    library, placement, kernel, launch = run
+    path = raw_dir / library / placement / kernel / f"launch{launch}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"record": "launch", "schema": 1, "status": status, "library": library, "placement": placement,
+              "kernel": kernel, "launch": launch}
+    if duration_s is not None:   # a launch never started has none
+        record["duration_s"] = duration_s
+    path.write_text(json.dumps(record) + "\n")
+    os.utime(path, ns=(mtime_ns, mtime_ns))
+    return path
+
+
+def test_launches_finishing_together_count_one_after_another(tmp_path):
+    """Three launches whose raw files carry the same time (parallel jobs, a coarse file clock) and
+    one written later: each job's count is its own, and none counts one written after it."""
+    raw = tmp_path / "raw"
+    t = 1_700_000_000 * 10**9
+    together = [write_launch(raw, run, 2.0, t) for run in RUNS[:3]]
+    later = write_launch(raw, RUNS[3], 2.0, t + 10**9)
+    counts = sorted(campaign_progress(RUNS, path).done for path in together)
+    assert counts == [1, 2, 3]
+    assert campaign_progress(RUNS, later).done == 4
+    assert {campaign_progress(RUNS, path).total for path in together} == {len(RUNS)}
+
+
+def test_time_left_comes_from_the_most_alike_measured_launches(tmp_path):
+    """Planted durations: mpich's pingpong launches take 2 s and its bcast launches 10 s; openmpi's
+    pingpong 4 s, nothing of its bcast measured yet. Left: one mpich pingpong (2), one mpich bcast
+    (10), two openmpi pingpong (4 each), three openmpi bcast, estimated from every bcast measured (10)."""
+    raw = tmp_path / "raw"
+    t = 1_700_000_000 * 10**9
+    measured = {("mpich", "1N2P", "pingpong.send", 0): 2.0, ("mpich", "1N2P", "pingpong.send", 1): 2.0,
+                ("mpich", "1N2P", "coll.bcast", 0): 9.0, ("mpich", "1N2P", "coll.bcast", 1): 11.0,
+                ("openmpi", "1N2P", "pingpong.send", 0): 4.0}
+    paths = [write_launch(raw, run, duration, t + i) for i, (run, duration) in enumerate(measured.items())]
+    progress = campaign_progress(RUNS, paths[-1])
+    assert (progress.done, progress.left) == (5, 7)
+    assert progress.left_s == pytest.approx(2 + 10 + 2 * 4 + 3 * 10)
+
+
+def test_launches_that_never_ran_are_done_and_take_no_time(tmp_path):
+    raw = tmp_path / "raw"
+    t = 1_700_000_000 * 10**9
+    refused = [write_launch(raw, run, None, t + i, status="build_failed") for i, run in enumerate(RUNS[6:])]
+    progress = campaign_progress(RUNS, refused[-1])
+    assert (progress.done, progress.left_s) == (6, 0.0)
+
+
+def test_the_line_says_what_is_done_what_is_left_and_about_how_long():
+    run = ("mpich-5.0.2", "1N2P", "pingpong.send", 2)
+    line = progress_line(Progress(done=12, total=40, left_s=372.0), run, {"status": "ok", "duration_s": 14.2})
+    assert line == "[12/40 launches] mpich-5.0.2 1N2P pingpong.send launch 2: 14 s; 28 left, about 6 min"
+    last = progress_line(Progress(done=40, total=40, left_s=0.0), run, {"status": "timeout", "duration_s": 300.4})
+    assert last == "[40/40 launches] mpich-5.0.2 1N2P pingpong.send launch 2 timeout: 5 min; none left"
+    assert [format_duration(s) for s in (0.42, 14.2, 372, 9000)] == ["0.4 s", "14 s", "6 min", "2.5 h"]
+
+
+def test_raw_files_are_found_in_the_workflow_layout(tmp_path):
+    this = tmp_path / "results" / "c" / "raw" / "mpich" / "1N2P" / "pingpong.send" / "launch0.jsonl"
+    other = raw_file_beside(this, ("openmpi", "2N1P", "coll.bcast", 4))
+    assert other == tmp_path / "results" / "c" / "raw" / "openmpi" / "2N1P" / "coll.bcast" / "launch4.jsonl"
+    rule = (REPO / "workflow" / "rules" / "run.smk").read_text()
+    assert 'RESULTS / "raw" / "{library}" / "{placement}" / "{kernel}" / "launch{launch}.jsonl"' in rule
