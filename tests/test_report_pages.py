@@ -11,14 +11,15 @@ import pytest
 from PIL import Image
 
 from commbench import report
-from commbench.figures import MAX_CURVES, ReportData
+from commbench.figures import MAX_CURVES, MAX_PANELS, ReportData
 from commbench.report import write_report
 
 from test_compare_report import two_libraries
 from test_report import RENDERED, _browser
 
-# Two library rows x eight variants: 16 curves in one overlay, more than a reader can tell apart.
-VARIANTS = tuple(f"pingpong.send@v{n}" for n in range(8))
+# Two library rows x 13 variants: 26 curves in one overlay, more than a reader can tell apart, and
+# 13 panels as small multiples, more than one interactive figure holds (MAX_PANELS).
+VARIANTS = tuple(f"pingpong.send@v{n:02d}" for n in range(13))
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,9 @@ def test_many_variants_become_one_panel_per_kernel(broad):
     variants = [figure for figure in manifest["figures"] if figure["name"].startswith("variants-")]
     assert [figure["name"] for figure in variants] == ["variants-1N2P", "variants-2N1P"]
     page = (directory / variants[0]["page"]).read_text()
-    assert f"16 curves, more than {MAX_CURVES}: one panel per kernel (8), a curve per library" in page
+    assert f"26 curves, more than {MAX_CURVES}: one panel per kernel (13), a curve per library" in page
+    assert not any(figure["interactive"] for figure in variants)
+    assert f"Drawn static: 13 panels, more than {MAX_PANELS} in one interactive figure" in page
     with Image.open(directory / "figures" / "variants-1N2P.png") as image:
         width, height = image.size
     assert height > width / 4     # 8 panels in two rows of 4 (in one row it would be under a fifth)
@@ -68,7 +71,8 @@ def test_past_the_interactive_budget_a_figure_is_its_static_image(broad):
     assert len(images) == sum(figure["page"] == "report-point-to-point.html" for figure in static)
     with Image.open(io.BytesIO(base64.b64decode(images[0]))) as image:
         image.verify()
-    assert "Drawn static: the report's interactive figures are spent (at most 14 panels)" in family
+    first = (directory / "report.html").read_text()
+    assert "Drawn static: the report's interactive figures are spent (at most 14 panels)" in first
 
 
 def test_every_page_renders_in_headless_chromium(broad):

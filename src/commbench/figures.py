@@ -147,7 +147,8 @@ class ReportData:
         return None
 
 
-def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=(), ylabel=None) -> hv.Overlay:
+def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=(), ylabel=None,
+            points: bool = True) -> hv.Overlay:
     """Median against size (log-log) per `by` group, with its 95% interval shaded."""
     y, label = ("bandwidth_MBps", "bandwidth (MB/s)") if bandwidth else ("time_us", "time (us)")
     label = ylabel or label
@@ -158,7 +159,7 @@ def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=()
             layers.append(hv.Area(rows, "size", ["ci_low_us", "ci_high_us"], label=str(group))
                           .opts(alpha=0.2, **({"line_alpha": 0} if hv.Store.current_backend == "bokeh"
                                               else {"linewidth": 0})))
-        layers += _line_and_points(rows, "size", y, str(group), hover=["library", "placement", "kernel"])
+        layers += _line_and_points(rows, "size", y, str(group), hover=["library", "placement", "kernel"], points=points)
     for x, colour in vlines:
         layers.append(hv.VLine(float(x)).opts(color=colour, line_dash="dashed") if hv.Store.current_backend == "bokeh"
                       else hv.VLine(float(x)).opts(color=colour, linestyle="dashed"))
@@ -197,7 +198,7 @@ def _small_multiples(frame: pd.DataFrame, panel: str, by: str, title: str, bandw
     size = {"width": 280, "height": 210} if bokeh else {"fig_inches": (3.2, 2.4)}
     panels = []
     for name, rows in frame.groupby(panel, sort=True):
-        overlay = _curves(rows, by, str(name), bandwidth, ylabel=ylabel)
+        overlay = _curves(rows, by, str(name), bandwidth, ylabel=ylabel, points=False)   # lines: panels are small
         panels.append(overlay.opts(show_legend=len(panels) == 0, fontsize={"title": 9}, **size))
     return hv.Layout(panels).cols(MULTIPLE_COLUMNS)
 

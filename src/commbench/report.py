@@ -85,7 +85,9 @@ class StaticDrawing:
             load_backend("matplotlib")     # once, before the fork
             global _FORKED_FIGURES
             _FORKED_FIGURES = (self.figures, self.directory)    # inherited by the fork, not pickled
-            workers = min(len(self.figures), max(1, (os.cpu_count() or 2) - 1))
+            # As many workers as cores: the parent's Bokeh rendering is the shorter half, and the
+            # workers have every core to themselves once it is done.
+            workers = min(len(self.figures), os.cpu_count() or 2)
             self.pool = multiprocessing.get_context("fork").Pool(workers)
             self.pending = self.pool.map_async(_save_forked, range(len(self.figures)), chunksize=1)
         return self
@@ -327,10 +329,12 @@ def figure_divs(figures: list[Figure], interactive: set[str] | None = None,
     divs = dict(zip((figure.name for figure in live), divs))
     for figure in figures:
         if figure.name not in divs:
+            why = (f"{figure.panels} panels, more than {MAX_PANELS} in one interactive figure"
+                   if figure.panels > MAX_PANELS else
+                   f"the report's interactive figures are spent (at most {MAX_INTERACTIVE_PANELS} panels)")
             divs[figure.name] = (f"<img class='static' alt='{html.escape(figure.title)}' src='{image(figure.name)}'>"
-                                 "<p class='caption'>Drawn static: the report's interactive figures are spent "
-                                 f"(at most {MAX_INTERACTIVE_PANELS} panels); notebooks/01-explore.ipynb draws "
-                                 "any curve interactively.</p>")
+                                 f"<p class='caption'>Drawn static: {why}; notebooks/01-explore.ipynb draws any "
+                                 "curve interactively.</p>")
     return resources, script, divs
 
 
@@ -412,16 +416,17 @@ def render_figure_page(title: str, page: str, figures: list[Figure], interactive
 # A report with more figures than this gets one page per kernel family (figures.PAGES) after its first.
 MAX_FIGURES_ONE_PAGE = 40
 # Bokeh panels in the whole report, in page order; figures past it are shown as their static PNG. A
-# panel costs Bokeh about half a second to render and serialise, and a page with hundreds of them is
-# slow to open as well.
-MAX_INTERACTIVE_PANELS = 160
+# panel costs Bokeh about half a second to render and serialise (a grid of many panels more: its tools
+# and legends are merged across them, and past about 20 panels serialising it overflows the stack), and
+# a page with hundreds of them is slow to open as well. A figure of more than MAX_PANELS is always static.
+MAX_INTERACTIVE_PANELS = 80
 
 
 def interactive_figures(figures: list[Figure]) -> set[str]:
     """Names of the figures drawn with Bokeh: in report order, while their panels fit the budget."""
     chosen, spent = set(), 0
     for figure in figures:
-        if spent + figure.panels <= MAX_INTERACTIVE_PANELS:
+        if figure.panels <= MAX_PANELS and spent + figure.panels <= MAX_INTERACTIVE_PANELS:
             chosen.add(figure.name)
             spent += figure.panels
     return chosen
