@@ -2,8 +2,6 @@
 on one page per kernel family, and figures past the interactive budget are shown as their static PNG;
 every page opens in a real headless browser without errors. Synthetic campaigns keep it fast."""
 
-import base64
-import io
 import re
 import time
 
@@ -67,10 +65,12 @@ def test_past_the_interactive_budget_a_figure_is_its_static_image(broad):
     assert drawn and static
     assert manifest["figures"][0]["interactive"]        # what changed comes first, and is interactive
     family = (directory / "report-point-to-point.html").read_text()
-    images = re.findall(r"<img class='static' alt='[^']*' src='data:image/png;base64,([^']+)'>", family)
+    images = re.findall(r"<img class='static' alt='[^']*' src='([^']+)'>", family)
     assert len(images) == sum(figure["page"] == "report-point-to-point.html" for figure in static)
-    with Image.open(io.BytesIO(base64.b64decode(images[0]))) as image:
-        image.verify()
+    for source in images:            # the figure's own PNG in figures/, beside the page
+        assert source.startswith("figures/") and source.endswith(".png")
+        with Image.open(directory / source) as image:
+            image.verify()
     first = (directory / "report.html").read_text()
     assert "Drawn static: the report's interactive figures are spent (at most 14 panels)" in first
 
@@ -98,3 +98,16 @@ def test_every_page_renders_in_headless_chromium(broad):
             assert shown == sum(not f["interactive"] and f["page"] == page for f in manifest["figures"])
     finally:
         driver.quit()
+
+
+def test_a_few_figures_of_many_panels_also_get_pages():
+    """Three figures are few, but 40 panels each are more than one page holds."""
+    from commbench.figures import Figure
+
+    figures = [Figure("library-comparison-1N2P", "t", "c", None, panels=2, page=""),
+               Figure("variants-1N2P", "t", "c", None, panels=report.MAX_PANELS_ONE_PAGE // 2, page="point-to-point"),
+               Figure("variants-2N1P", "t", "c", None, panels=report.MAX_PANELS_ONE_PAGE // 2, page="point-to-point")]
+    assert list(report.figure_pages(figures[:2])) == [""]
+    pages = report.figure_pages(figures)
+    assert {page: [f.name for f in members] for page, members in pages.items()} == {
+        "": ["library-comparison-1N2P"], "point-to-point": ["variants-1N2P", "variants-2N1P"]}

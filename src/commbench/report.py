@@ -8,10 +8,11 @@ Where the campaign has two or more library rows (or a baseline campaign is given
 report opens with what changed: per compared pair, the ratio against size per kernel and
 placement, and the size ranges that changed with their verdict and q value.
 
-The HTML is self-contained: BokehJS and its CSS are inlined, so it opens offline. A campaign with more
-figures than fit one page gets report.html (what changed, the overview figures, tables, provenance)
-and one report-<family>.html per kernel family; past MAX_INTERACTIVE_PANELS Bokeh panels in all, a
-figure is shown as its static PNG (inlined too), so neither the build nor the page grows without bound.
+The HTML opens offline: BokehJS and its CSS are inlined. A campaign with more figures (or panels)
+than fit one page gets report.html (what changed, the overview figures, tables, provenance) and one
+report-<family>.html per kernel family; past MAX_INTERACTIVE_PANELS Bokeh panels in all, or past
+MAX_PANELS in one figure, a figure is shown as its static PNG from figures/ beside the page, so
+neither the build nor the page grows without bound.
 Static copies of every figure (PNG and SVG, drawn with matplotlib by commbench.static, in
 a forked process while the HTML is built) go to figures/, listed with the skipped figures
 in figures/manifest.json.
@@ -19,7 +20,6 @@ in figures/manifest.json.
 
 from __future__ import annotations
 
-import base64
 import html
 import importlib
 import json
@@ -99,9 +99,10 @@ class StaticDrawing:
         return self.drawn
 
     def image(self, name: str) -> str:
-        """A figure's PNG as a data URI (waiting for the drawing), for a page that shows it static."""
-        self.files()
-        return "data:image/png;base64," + base64.b64encode((self.directory / f"{name}.png").read_bytes()).decode()
+        """Where a page that shows a figure static finds its PNG: figures/ beside the page. Linked, not
+        inlined: a broad campaign's small multiples are megabytes each, and a page inlining them is slow
+        to open."""
+        return f"{self.directory.name}/{name}.png"
 
     def __exit__(self, *exc):
         if self.pool is not None:
@@ -415,6 +416,7 @@ def render_figure_page(title: str, page: str, figures: list[Figure], interactive
 
 # A report with more figures than this gets one page per kernel family (figures.PAGES) after its first.
 MAX_FIGURES_ONE_PAGE = 40
+MAX_PANELS_ONE_PAGE = 120     # or more panels than this (small multiples of many kernels)
 # Bokeh panels in the whole report, in page order; figures past it are shown as their static PNG. A
 # panel costs Bokeh about half a second to render and serialise (a grid of many panels more: its tools
 # and legends are merged across them, and past about 20 panels serialising it overflows the stack), and
@@ -434,7 +436,7 @@ def interactive_figures(figures: list[Figure]) -> set[str]:
 
 def figure_pages(figures: list[Figure]) -> dict[str, list[Figure]]:
     """Figures per page, first page ("") first: all on it where they fit, else as figures.PAGES says."""
-    if len(figures) <= MAX_FIGURES_ONE_PAGE:
+    if len(figures) <= MAX_FIGURES_ONE_PAGE and sum(figure.panels for figure in figures) <= MAX_PANELS_ONE_PAGE:
         return {"": list(figures)}
     pages: dict[str, list[Figure]] = {"": []}
     for figure in figures:
