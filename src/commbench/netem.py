@@ -1,6 +1,9 @@
-"""Emulated interconnect: a private network namespace whose loopback has a chosen
-MTU and a token-bucket (tbf) rate limit, so TCP between ranks on one host crosses
-a real packet network with known rate and packet size."""
+"""Emulated interconnect: links with a chosen MTU and a token-bucket (tbf) rate limit, so
+that TCP between ranks on one host crosses a real packet network with known rate and
+packet size, and what such a link delivers.
+
+The links are the veth pairs of virtual nodes (commbench.vnodes), or, for the loopback
+emulation, the loopback of a private network namespace that all ranks share."""
 
 from __future__ import annotations
 
@@ -35,12 +38,17 @@ def expected_goodput_bytes_per_s(rate: str, mtu: int) -> float:
     return rate_bits_per_s(rate) / 8 * tcp_payload_per_packet(mtu) / (mtu + 14)
 
 
+def tbf_arguments(rate: str, mtu: int) -> list[str]:
+    """What follows `tc qdisc add dev DEV root` for a token bucket of this rate on a link of this MTU."""
+    burst = max(int(rate_bits_per_s(rate) / 8 * _BUCKET_S), 10 * mtu)
+    return ["tbf", "rate", rate, "burst", str(burst), "latency", "100ms"]
+
+
 def setup_commands(network: dict) -> str:
     """Shell commands, run inside the new namespace, that bring loopback up as the network."""
-    rate, mtu = network["rate"], int(network["mtu"])
-    burst = max(int(rate_bits_per_s(rate) / 8 * _BUCKET_S), 10 * mtu)
+    mtu = int(network["mtu"])
     return (f"ip link set lo mtu {mtu} up && "
-            f"tc qdisc add dev lo root tbf rate {shlex.quote(rate)} burst {burst} latency 100ms")
+            f"tc qdisc add dev lo root {shlex.join(tbf_arguments(network['rate'], mtu))}")
 
 
 def namespace_prefix() -> list[str]:

@@ -1,0 +1,240 @@
+"""Virtual nodes (commbench.vnodes): hosts of their own on one machine, launches on them through
+each library's own remote start, and nothing left behind however a launch ends."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from commbench import vnodes
+from commbench.launcher import Placement
+
+from conftest import LIBRARIES, campaign_error, launch
+
+needs_vnodes = pytest.mark.skipif(os.geteuid() != 0, reason="virtual nodes need root")
+
+
+@pytest.fixture(scope="module")
+def can_make_vnodes():
+    reason = vnodes.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+def run_on(cluster, host: str, script: str) -> str:
+    done = subprocess.run(cluster.command_on(host, ["sh", "-c", script]), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def cpus_of(listing: str) -> set[int]:
+    """CPUs from a kernel list such as 0-3,6."""
+    found = set()
+    for part in listing.split(","):
+        low, _, high = part.partition("-")
+        found.update(range(int(low), int(high or low) + 1))
+    return found
+
+
+def test_cpus_are_split_in_blocks_and_shared_round_robin_when_too_few():
+    assert vnodes.split_cpus(2, [0, 1, 2, 3]) == [(0, 1), (2, 3)]
+    assert vnodes.split_cpus(2, [4, 5, 6]) == [(4,), (5,)]        # an odd CPU is left to the host
+    assert vnodes.split_cpus(3, [0, 1]) == [(0,), (1,), (0,)]
+
+
+def test_campaign_keys_for_emulation(tmp_path):
+    base = """
+        campaign: c
+        libraries: {mpich: {mpi: mpich-5.0.2}}
+        placements:
+          - PLACEMENT
+        kernels: {pingpong.send: {}}
+    """
+    message = campaign_error(tmp_path, base.replace("PLACEMENT", "{name: 2N1P, nodes: 2, ppn: 1, emulate: netns}"))
+    assert "placements[0].emulate: 'netns' is not allowed" in message and "namespaces, loopback" in message
+    message = campaign_error(tmp_path, base.replace(
+        "PLACEMENT", "{name: 2N1P, nodes: 2, ppn: 1, emulate: loopback, switch: {rate: 1gbit}}"))
+    assert "a switch joins virtual nodes" in message and "emulate: loopback" in message
+    message = campaign_error(tmp_path, base.replace("PLACEMENT", "{name: 1N2P, nodes: 1, ppn: 2, switch: {rate: 1gbit}}"))
+    assert "needs nodes >= 2" in message
+    message = campaign_error(tmp_path, base.replace("PLACEMENT", "{name: 2N1P, nodes: 2, ppn: 1, switch: {rate: fast}}"))
+    assert "placements[0].switch.rate" in message and "a tc rate" in message
+
+
+@needs_vnodes
+def test_each_node_is_a_host_of_its_own(can_make_vnodes):
+    with vnodes.virtual_cluster(2) as cluster:
+        seen = [run_on(cluster, host, "uname -n; ip -4 -o addr show dev eth0; cat /proc/sys/kernel/random/boot_id; "
+                                      "grep Cpus_allowed_list /proc/self/status; getent hosts vnode0 vnode1")
+                for host in cluster.hostnames]
+        for node, text in zip(cluster.nodes, seen):
+            lines = text.splitlines()
+            assert lines[0] == node.hostname
+            assert f"inet {node.address}/24" in lines[1]
+            assert cpus_of(lines[3].split()[-1]) == set(node.cpus)
+            assert "vnode0" in text and "vnode1" in text and cluster.nodes[1].address in text
+        boot_ids = {text.splitlines()[2] for text in seen}
+        assert len(boot_ids) == 2 and Path("/proc/sys/kernel/random/boot_id").read_text().strip() not in boot_ids
+        # Reached as ssh reaches a host: its options are skipped, the command words joined for sh.
+        shell = subprocess.run([str(cluster.exec_script), "-x", "-o", "BatchMode=yes", cluster.nodes[1].address,
+                                "echo", "$(uname", "-n)"], capture_output=True, text=True, timeout=60)
+        assert shell.stdout.strip() == "vnode1", shell.stderr
+        unknown = subprocess.run([str(cluster.exec_script), "vnode7", "true"], capture_output=True, text=True)
+        assert unknown.returncode == 255 and "no virtual node vnode7" in unknown.stderr
+        # Node to node over the bridge: a TCP connection from vnode0 to a listener on vnode1.
+        listener = subprocess.Popen(cluster.command_on("vnode1", [sys.executable, "-c", textwrap.dedent("""
+            import socket
+            server = socket.create_server(("0.0.0.0", 7000))
+            connection, peer = server.accept()
+            print(peer[0], connection.recv(16).decode())
+        """)]), stdout=subprocess.PIPE, text=True)
+        sender = textwrap.dedent("""
+            import socket, time
+            for _ in range(100):
+                try:
+                    socket.create_connection(("vnode1", 7000)).sendall(b"hello"); break
+                except ConnectionRefusedError:
+                    time.sleep(0.05)
+        """)
+        subprocess.run(cluster.command_on("vnode0", [sys.executable, "-c", sender]), check=True, timeout=60)
+        assert listener.communicate(timeout=60)[0].split() == [cluster.nodes[0].address, "hello"]
+    assert cluster.name not in vnodes.existing_clusters()
+
+
+OWNER = textwrap.dedent("""
+    import subprocess, time
+    from commbench import vnodes
+    with vnodes.virtual_cluster(2) as cluster:
+        print(cluster.name, flush=True)
+        subprocess.Popen(cluster.command_on("vnode1", ["sleep", "600"]))
+        time.sleep(600)
+""")
+
+
+@needs_vnodes
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
+def test_a_killed_owner_leaves_nothing_behind(can_make_vnodes, signum):
+    """SIGTERM: the owner removes its cluster on the way out. SIGKILL: nothing can run, so the
+    next sweep (every new cluster makes one) removes it, processes on its nodes included."""
+    owner = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True)
+    name = owner.stdout.readline().strip()
+    assert vnodes.owner_of(name) == owner.pid
+    deadline = time.monotonic() + 30
+    while not vnodes.processes_on(name) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert vnodes.processes_on(name), "the sleep on vnode1 never started"
+    owner.send_signal(signum)
+    owner.wait(timeout=60)
+    if signum == signal.SIGKILL:
+        assert name in vnodes.existing_clusters() and vnodes.owner_of(name) is None
+        assert name in vnodes.sweep()
+    assert name not in vnodes.existing_clusters()
+    assert not vnodes.processes_on(name)
+    assert not [line for line in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()
+                if name in line]
+
+
+# What makes each library say which path it took to each peer.
+VERBOSE = {"mpich-5.0.2": {"UCX_LOG_LEVEL": "info"}, "openmpi-5.0.11": {"OMPI_MCA_btl_base_verbose": "100"}}
+
+
+def chosen_paths(console: str) -> tuple[set[str], set[str]]:
+    """The transports a library reported choosing (UCX's configurations, Open MPI's BTL per peer):
+    (between nodes, within a node)."""
+    between, within = set(), set()
+    for source, btl, target in re.findall(r"\[(vnode\d+):\d+\] mca: bml: Using (\w+) btl for send to \S+ on node "
+                                          r"(vnode\d+)", console):
+        if source != target:
+            between.add(btl)
+        elif btl != "self":
+            within.add(btl)
+    for where, lanes in re.findall(r"ucp_context_\d+ (inter|intra)-node cfg#\d+ (.*)", console):
+        (between if where == "inter" else within).update(re.findall(r"[\w-]+/[\w-]+", lanes))
+    return between, within
+
+
+@pytest.mark.mpi
+@needs_vnodes
+@pytest.mark.parametrize("library", LIBRARIES)
+@pytest.mark.parametrize("nodes,ppn", [(2, 1), (2, 2)])
+def test_ranks_run_on_their_virtual_nodes_over_the_librarys_own_network_path(workspace, built, tmp_path,
+                                                                             can_make_vnodes, library, nodes, ppn):
+    placement = Placement(f"{nodes}N{ppn}P", nodes, ppn)
+    before = vnodes.existing_clusters()
+    result = launch(workspace, library, placement,
+                    ["pingpong.send", "--sizes", "8,65536", "--min-samples", "5", "--max-point-time", "0.3"],
+                    tmp_path, library_env=VERBOSE[library])
+    assert result.status == "ok", result.launch.get("console_tail")
+    record = result.launch
+    assert (record["emulation"], record["transport"], record["emulated"]) == ("namespaces", "tcp", True)
+    # Rank r runs on node r // ppn, bound within that node's CPUs, which no other node has.
+    assert result.run["hosts"] == [f"vnode{rank // ppn}" for rank in range(nodes * ppn)]
+    bound = [cpus_of(binding) for binding in result.run["cpu_binding"]]
+    assert not set().union(*bound[:ppn]) & set().union(*bound[ppn:]), result.run["cpu_binding"]
+    # Nothing forced: each library chose TCP between nodes and shared memory within one, and said so.
+    assert not {"MPIR_CVAR_NOLOCAL", "MPIR_CVAR_CH4_NETMOD", "FI_PROVIDER", "UCX_TLS", "OMPI_MCA_pml",
+                "OMPI_MCA_btl"} & set(record["env"])
+    between, within = chosen_paths((tmp_path / "console.log").read_text())
+    assert between and all(path.startswith("tcp") for path in between), between
+    if ppn > 1:
+        assert within and not any(path.startswith("tcp") for path in within), within
+    # The launch's nodes went with it.
+    assert not {cluster for cluster in vnodes.existing_clusters() - before if vnodes.owner_of(cluster) == os.getpid()}
+
+
+KILLED_LAUNCH = textwrap.dedent("""
+    import json, sys
+    from commbench.launcher import Placement, run_launch
+    a = json.loads(sys.argv[1])
+    run_launch(installation=a["installation"], build=a["build"], kernel="pingpong.send",
+               kernel_args=["pingpong.send", "--sizes", "1048576", "--min-samples", "100000",
+                            "--max-samples", "100000", "--max-point-time", "100"],
+               placement=Placement("2N1P", 2, 1), library=a["library"], launch=0, output=a["output"],
+               timeout_s=300, log=sys.stdout)
+""")
+
+
+def kernel_processes(name: str) -> list[int]:
+    found = []
+    for pid in vnodes.processes_on(name):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"/commbench-kernels"):
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.mpi
+@needs_vnodes
+@pytest.mark.parametrize("library,signum", [("mpich-5.0.2", signal.SIGTERM), ("openmpi-5.0.11", signal.SIGKILL)])
+def test_a_launch_killed_mid_run_leaves_no_node_behind(workspace, built, tmp_path, can_make_vnodes, library, signum):
+    arguments = {"installation": json.loads((workspace / "build" / "envs" / library / "library.json").read_text()),
+                 "build": json.loads((workspace / "build" / "kernels" / library / "build.json").read_text()),
+                 "library": library, "output": str(tmp_path / "launch.jsonl")}
+    child = subprocess.Popen([sys.executable, "-c", KILLED_LAUNCH, json.dumps(arguments)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, name = time.monotonic() + 120, None
+    while time.monotonic() < deadline and not (name and len(kernel_processes(name)) == 2):
+        name = next((c for c in vnodes.existing_clusters() if vnodes.owner_of(c) == child.pid), None)
+        time.sleep(0.1)
+    assert name and len(kernel_processes(name)) == 2, "the launch's ranks never ran on its virtual nodes"
+    child.send_signal(signum)
+    child.wait(timeout=60)
+    # The launch's supervisor dies with it and takes the ranks along, however it was killed.
+    deadline = time.monotonic() + 30
+    while kernel_processes(name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not kernel_processes(name)
+    if signum == signal.SIGKILL:
+        assert name in vnodes.existing_clusters()
+        vnodes.sweep()
+    assert name not in vnodes.existing_clusters()
+    assert not (tmp_path / "launch.jsonl").exists()    # an interrupted launch gives no data
