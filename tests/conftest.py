@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from slurm_cluster import local_slurm  # noqa: F401  (the real single-node Slurm of the `slurm` tests)
+from slurm_cluster import local_slurm  # noqa: F401  (the real Slurm of virtual nodes of the `slurm` tests)
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "workflow" / "Snakefile"

@@ -1,10 +1,16 @@
-"""A real single-node Slurm cluster on this host, for the tests marked `slurm`.
+"""A real multi-node Slurm cluster on this host, for the tests marked `slurm`.
 
-The `local_slurm` fixture starts munged, slurmctld and slurmd from Debian's
-slurm-wlm and munge with a configuration of their own (private munge socket and
-key, free ports, no accounting, no cgroups), waits until the node is idle, and
-stops all three at the end of the session. Nothing under /etc is touched: the
-configuration lives in a state directory and SLURM_CONF points every client
+The nodes are virtual nodes (commbench.vnodes): network namespaces behind a bridge,
+each with its own hostname, address and CPUs. One node has every CPU of the host
+(on-node placements of as many ranks as it has cores) and two split them (two-node
+placements, whose ranks must not share a core); the split nodes weigh less, so Slurm
+gives them to a job first. The `local_slurm` fixture starts munged and slurmctld on
+this host, whose address on the bridge is the controller's, and one slurmd on each
+node, from Debian's slurm-wlm and munge with a configuration of their own (private
+munge socket and key, free ports, no accounting, no cgroups), waits until every
+node is idle, and stops them all and removes the nodes at the end of the session.
+Nothing under /etc is touched: the configuration lives in a state directory (every
+node sees this host's files, munge's socket among them) and SLURM_CONF points every client
 (sbatch, squeue, scontrol, and the Snakemake executor plugin that calls them)
 at it for the session. Inside jobs, where the executor's job step drops SLURM_*
 variables (SLURM_CONF among them), srun finds the configuration as on a
@@ -13,7 +19,8 @@ nothing else names one: for the session that path links to the state directory.
 
 The state directory has a fixed name, so a session that was killed before its
 teardown leaves pid files the next one finds: those daemons are stopped (only
-when their command line names this directory) before anything starts. A lock
+when their command line names this directory) before anything starts, and its
+virtual nodes are swept when the new ones are made. A lock
 held for the whole session makes a second session on the same host wait for
 the first instead of stopping its cluster; the kernel drops the lock of a
 session that dies.
@@ -35,12 +42,14 @@ from pathlib import Path
 import psutil
 import pytest
 
+from commbench import vnodes
+
 PARTITION = "debug"
 CLUSTER = "commbench"
 STATE_DIR = Path(tempfile.gettempdir()) / "commbench-slurm"
 CONFIGLESS_LINK = Path("/run/slurm/conf")   # where Slurm clients look when SLURM_CONF is unset
 COMMANDS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scontrol")
-DAEMONS = ("slurmd", "slurmctld", "munged")   # stop order: the node, the controller, then authentication
+DAEMONS = ("slurmd-*", "slurmctld", "munged")   # stop order: the nodes, the controller, then authentication
 START_TIMEOUT_S = 60
 LOCK_TIMEOUT_S = 900
 
@@ -50,12 +59,17 @@ class LocalSlurm:
     """What a test needs to submit to the cluster and to check what it did."""
 
     partition: str
-    node: str
-    cpus: int
+    nodes: dict[str, int]         # node name -> its CPUs
     conf: Path
     state_dir: Path
     env: dict[str, str] = field(repr=False)
+    cluster: vnodes.VirtualCluster | None = field(default=None, repr=False)
     lock: object = field(default=None, repr=False)
+
+    @property
+    def whole_host_node(self) -> str:
+        """The node with every CPU of the host: where on-node placements run."""
+        return max(self.nodes, key=self.nodes.get)
 
     @property
     def slurmctld_log(self) -> Path:
@@ -86,7 +100,7 @@ def _unavailable_reason() -> str | None:
             return f"missing command {command} (Debian packages slurm-wlm and munge; `bash envs/install-system`)"
     if os.path.lexists(CONFIGLESS_LINK) and not _ours(CONFIGLESS_LINK, STATE_DIR):
         return f"{CONFIGLESS_LINK} belongs to another Slurm on this host"
-    return None
+    return vnodes.unavailable_reason()
 
 
 def _free_port() -> int:
@@ -95,25 +109,29 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _node_line(node: str) -> tuple[str, int]:
-    """The node as slurmd sees its hardware, so the controller never marks it invalid."""
-    probe = subprocess.run(["slurmd", "-C"], capture_output=True, text=True)
-    for line in probe.stdout.splitlines():
-        if line.startswith("NodeName="):
-            words = [w for w in line.split() if not w.startswith(("NodeName=", "UpTime="))]
-            cpus = next(int(w.split("=")[1]) for w in words if w.startswith("CPUs="))
-            return f"NodeName={node} NodeHostname={socket.gethostname()} " + " ".join(words), cpus
-    cpus = os.cpu_count() or 1
-    memory_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
-    return f"NodeName={node} NodeHostname={socket.gethostname()} CPUs={cpus} RealMemory={memory_mb * 9 // 10}", cpus
+def node_layout(cpus: list[int]) -> list[tuple[int, ...]]:
+    """The nodes' CPUs: every CPU for the first, halves for the two others."""
+    return [tuple(sorted(cpus)), *vnodes.split_cpus(2, cpus)]
 
 
-def _write_conf(state: Path, node: str, node_line: str, ctld_port: int) -> Path:
+def _node_lines(cluster: vnodes.VirtualCluster) -> str:
+    """Each node as the controller knows it: its address on the bridge, its CPUs, and a weight that
+    has jobs fill the split nodes first. Every node may use this host's memory. slurmd's own
+    hardware count is not checked against it (config_overrides): the cpuset is the node."""
+    memory_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20 * 9 // 10
+    return "\n".join(f"NodeName={node.hostname} NodeAddr={node.address} CPUs={len(node.cpus)} "
+                     f"RealMemory={memory_mb} Weight={2 if index == 0 else 1} State=UNKNOWN"
+                     for index, node in enumerate(cluster.nodes))
+
+
+def _write_conf(state: Path, cluster: vnodes.VirtualCluster, ctld_port: int) -> Path:
     conf = state / "slurm.conf"
+    names = ",".join(cluster.hostnames)
     conf.write_text(f"""\
 # Written by tests/slurm_cluster.py for one test session; nothing else uses it.
 ClusterName={CLUSTER}
-SlurmctldHost={node}
+# The controller is this host, reached from the nodes at its address on their bridge.
+SlurmctldHost={socket.gethostname().split(".")[0]}({cluster.host_address})
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort={ctld_port}
@@ -122,13 +140,14 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={state / "munge" / "munge.socket"}
 StateSaveLocation={state / "ctld"}
-SlurmdSpoolDir={state / "spool"}
+SlurmdSpoolDir={state / "spool" / "%n"}
 SlurmctldPidFile={state / "run" / "slurmctld.pid"}
-SlurmdPidFile={state / "run" / "slurmd.pid"}
+SlurmdPidFile={state / "run" / "slurmd-%n.pid"}
 SlurmctldLogFile={state / "log" / "slurmctld.log"}
-SlurmdLogFile={state / "log" / "slurmd.log"}
+SlurmdLogFile={state / "log" / "slurmd-%n.log"}
 SlurmctldDebug=info
 SlurmdDebug=info
+SlurmdParameters=config_overrides
 # No cgroups in containers or small VMs: track job processes by their parentage.
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -148,8 +167,8 @@ ReturnToService=2
 SlurmdTimeout=60
 InactiveLimit=0
 KillWait=5
-{node_line} State=UNKNOWN
-PartitionName={PARTITION} Nodes={node} Default=YES MaxTime=INFINITE State=UP
+{_node_lines(cluster)}
+PartitionName={PARTITION} Nodes={names} Default=YES MaxTime=INFINITE State=UP
 """)
     return conf
 
@@ -164,19 +183,21 @@ def _cmdline(pid: int) -> str:
 def _stop_daemons(state: Path, grace_s: float = 10.0) -> None:
     """Stops the daemons whose pid files are in `state` and whose command line names `state`."""
     for daemon in DAEMONS:
-        pid_file = state / "run" / f"{daemon}.pid"
-        try:
-            pid = int(pid_file.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue
-        if not psutil.pid_exists(pid) or str(state) not in _cmdline(pid):
-            continue
-        os.kill(pid, signal.SIGTERM)
+        pids = []
+        for pid_file in sorted((state / "run").glob(f"{daemon}.pid")):
+            try:
+                pid = int(pid_file.read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+            if psutil.pid_exists(pid) and str(state) in _cmdline(pid):
+                os.kill(pid, signal.SIGTERM)
+                pids.append(pid)
         deadline = time.monotonic() + grace_s
-        while psutil.pid_exists(pid) and time.monotonic() < deadline:
+        while any(psutil.pid_exists(pid) for pid in pids) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if psutil.pid_exists(pid):
-            os.kill(pid, signal.SIGKILL)
+        for pid in pids:
+            if psutil.pid_exists(pid):
+                os.kill(pid, signal.SIGKILL)
     if _ours(CONFIGLESS_LINK, state):
         CONFIGLESS_LINK.unlink()
 
@@ -199,16 +220,17 @@ def _log_tails(state: Path) -> str:
     return "\n".join(parts)
 
 
-def _wait_idle(node: str, env: dict[str, str], state: Path) -> None:
+def _wait_idle(nodes: list[str], env: dict[str, str], state: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     last = ""
     while time.monotonic() < deadline:
-        proc = subprocess.run(["sinfo", "-h", "-N", "-n", node, "-o", "%t"], env=env, capture_output=True, text=True)
+        proc = subprocess.run(["sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%t"], env=env, capture_output=True,
+                              text=True)
         last = (proc.stdout + proc.stderr).strip()
-        if proc.returncode == 0 and last == "idle":
+        if proc.returncode == 0 and last.split() == ["idle"] * len(nodes):
             return
         time.sleep(0.5)
-    raise RuntimeError(f"node {node} not idle after {START_TIMEOUT_S} s (sinfo: {last!r})\n{_log_tails(state)}")
+    raise RuntimeError(f"nodes {nodes} not idle after {START_TIMEOUT_S} s (sinfo: {last!r})\n{_log_tails(state)}")
 
 
 def _lock(state: Path):
@@ -241,11 +263,23 @@ def _start_cluster(state: Path, lock) -> LocalSlurm:
     shutil.rmtree(state, ignore_errors=True)
     for sub in ("munge", "ctld", "spool", "run", "log"):
         (state / sub).mkdir(parents=True, mode=0o700)
-    node = socket.gethostname().split(".")[0]
-    node_line, cpus = _node_line(node)
-    ctld_port = _free_port()
-    conf = _write_conf(state, node, node_line, ctld_port)
-    env = {**os.environ, "SLURM_CONF": str(conf)}
+    vnodes.sweep()
+    cluster = vnodes.plan(3, cpus=node_layout(sorted(os.sched_getaffinity(0))), host_address=True)
+    try:
+        return _start_daemons(state, lock, cluster)
+    except BaseException:
+        vnodes.destroy(cluster.name)
+        raise
+
+
+def _start_daemons(state: Path, lock, cluster: vnodes.VirtualCluster) -> LocalSlurm:
+    vnodes.create(cluster)
+    for node in cluster.hostnames:
+        (state / "spool" / node).mkdir(mode=0o700)
+    conf = _write_conf(state, cluster, _free_port())
+    # The nodes' CPU sets differ, so Open MPI's PRRTE must map each node by its own topology, not
+    # the first one's: what a site with unlike nodes sets for everyone (jobs inherit it from sbatch).
+    env = {**os.environ, "SLURM_CONF": str(conf), "PRTE_MCA_prte_hetero_nodes": "1"}
 
     # Where a configless node keeps its copy: jobs whose SLURM_CONF was dropped read it there.
     (state / "conf").mkdir(mode=0o755)
@@ -265,12 +299,14 @@ def _start_cluster(state: Path, lock) -> LocalSlurm:
             f"--seed-file={state / 'munge' / 'munged.seed'}"], env, state)
     try:
         _start(["slurmctld", "-f", str(conf)], env, state)
-        _start(["slurmd", "-f", str(conf)], env, state)
-        _wait_idle(node, env, state)
+        for node in cluster.hostnames:   # each in its node, where its hostname is the node's name
+            _start(cluster.command_on(node, ["slurmd", "-f", str(conf)]), env, state)
+        _wait_idle(cluster.hostnames, env, state)
     except BaseException:
         _stop_daemons(state)
         raise
-    return LocalSlurm(partition=PARTITION, node=node, cpus=cpus, conf=conf, state_dir=state, env=env, lock=lock)
+    return LocalSlurm(partition=PARTITION, nodes={node.hostname: len(node.cpus) for node in cluster.nodes},
+                      conf=conf, state_dir=state, env=env, cluster=cluster, lock=lock)
 
 
 def stop_cluster(cluster: LocalSlurm) -> None:
@@ -278,13 +314,15 @@ def stop_cluster(cluster: LocalSlurm) -> None:
     subprocess.run(["scancel", "--full", f"--partition={cluster.partition}"], env=cluster.env,
                    capture_output=True)
     _stop_daemons(cluster.state_dir)
+    if cluster.cluster is not None:
+        vnodes.destroy(cluster.cluster.name)
     if cluster.lock is not None:
         cluster.lock.close()
 
 
 @pytest.fixture(scope="session")
 def local_slurm():
-    """A running single-node Slurm cluster; SLURM_CONF points at it for the session."""
+    """A running Slurm cluster of virtual nodes; SLURM_CONF points at it for the session."""
     reason = _unavailable_reason()
     if reason:
         pytest.skip(reason)

@@ -1,14 +1,20 @@
-"""workflow/profiles/slurm end to end: a tiny campaign through a real Slurm controller and node on
-this host, whose dataset must have the shape of the same campaign run without Slurm."""
+"""workflow/profiles/slurm end to end: a tiny campaign through a real Slurm controller and nodes on
+this host (virtual nodes, tests/slurm_cluster.py), whose dataset must have the shape of the same
+campaign run without Slurm, its two-node placement a real two-node allocation; and a workflow
+stopped during an allocation leaves no job, step or process behind."""
 
 import os
 import re
+import signal
 import subprocess
 import textwrap
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from commbench import vnodes
 from commbench.dataset import open_campaign
 
 from conftest import REPO, snakemake, workflow_command
@@ -28,6 +34,7 @@ def campaign(name: str) -> str:
           openmpi-5.0.11: {{mpi: openmpi-5.0.11}}
         placements:
           - {{name: 1N2P, nodes: 1, ppn: 2}}
+          - {{name: 2N1P, nodes: 2, ppn: 1}}
         kernels:
           pingpong.send: {{sizes: {{list: [8, 1Ki, 64Ki]}}}}
         launches: 1
@@ -37,9 +44,25 @@ def campaign(name: str) -> str:
 
 
 def node_memory_mb(cluster) -> int:
-    out = subprocess.run(["scontrol", "show", "node", cluster.node], env=cluster.env,
+    out = subprocess.run(["scontrol", "show", "node", cluster.whole_host_node], env=cluster.env,
                          capture_output=True, text=True, check=True).stdout
     return int(re.search(r"RealMemory=(\d+)", out).group(1))
+
+
+def profile_run(workspace, cluster, campaign_file, target) -> list[str]:
+    """The workflow through the Slurm profile on the test cluster, as a user runs it."""
+    args = [*workflow_command(workspace, "--profile", str(PROFILE), target),
+            "--configfile", str(campaign_file),
+            "--default-resources", f"slurm_partition={cluster.partition}",
+            # Seconds, not the profile's tens of seconds, between status checks of short jobs.
+            "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2",
+            "--slurm-keep-successful-logs"]
+    if node_memory_mb(cluster) < PROFILE_MEM_MB:
+        # A smaller test machine: the same request with the memory it has (the flag replaces the
+        # profile's whole set-resources, so --exclusive is given again).
+        args += ["--set-resources", f"run_launch:mem_mb={node_memory_mb(cluster) // 2}",
+                 "run_launch:slurm_extra='--exclusive'"]
+    return args
 
 
 def schema(ds) -> dict:
@@ -60,17 +83,7 @@ def test_campaign_through_slurm_has_the_local_schema(workspace, built, local_slu
 
     snakemake(workspace, "results/onhost/onhost.nc", "--configfile", str(files["onhost"]))
 
-    args = [*workflow_command(workspace, "--profile", str(PROFILE), "results/onslurm/onslurm.nc"),
-            "--configfile", str(files["onslurm"]),
-            "--default-resources", f"slurm_partition={local_slurm.partition}",
-            # Seconds, not the profile's tens of seconds, between status checks of short jobs.
-            "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2",
-            "--slurm-keep-successful-logs"]
-    if node_memory_mb(local_slurm) < PROFILE_MEM_MB:
-        # A smaller test machine: the same request with the memory it has (the flag replaces the
-        # profile's whole set-resources, so --exclusive is given again).
-        args += ["--set-resources", f"run_launch:mem_mb={node_memory_mb(local_slurm) // 2}",
-                 "run_launch:slurm_extra='--exclusive'"]
+    args = profile_run(workspace, local_slurm, files["onslurm"], "results/onslurm/onslurm.nc")
     run = subprocess.run(args, cwd=workspace, capture_output=True, text=True,
                          env={**local_slurm.env, "PYTHONUNBUFFERED": "1"}, timeout=600)
     output = run.stdout + run.stderr
@@ -79,16 +92,16 @@ def test_campaign_through_slurm_has_the_local_schema(workspace, built, local_slu
     # Through Slurm: the launches and the collection were jobs of this run, and they completed.
     run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
     submitted = dict(re.findall(r"Job (\d+) has been submitted with SLURM jobid (\d+)", output))
-    assert len(submitted) == 3, output[-4000:]   # two launches and collect; builds are local rules
+    assert len(submitted) == 5, output[-4000:]   # four launches and collect; builds are local rules
     jobs = {job["JobId"]: job for job in local_slurm.finished_jobs() if job.get("Name") == run_id}
     assert sorted(jobs) == sorted(submitted.values()), (jobs, submitted)
     assert all(job["JobState"] == "COMPLETED" and job["Partition"] == local_slurm.partition
                for job in jobs.values()), jobs
     launch_logs = sorted((workspace / ".snakemake" / "slurm_logs" / "rule_run_launch").rglob("*.log"))
-    assert len(launch_logs) == 2, launch_logs
-    launch_jobs = [jobs[log.stem] for log in launch_logs]
-    # Shaped like the placement: one node, two ranks, one CPU each.
-    assert all(job["NodeCnt"] == "1" and job["ProcCnt"] == "2" for job in launch_jobs), launch_jobs
+    assert len(launch_logs) == 4, launch_logs
+    # Shaped like the placement: 1N2P one node and two ranks, 2N1P two nodes of one rank each.
+    shapes = sorted((jobs[log.stem]["NodeCnt"], jobs[log.stem]["ProcCnt"]) for log in launch_logs)
+    assert shapes == [("1", "2")] * 2 + [("2", "2")] * 2, shapes
     # Environments and builds stayed on this host.
     assert not (workspace / ".snakemake" / "slurm_logs" / "rule_mpi_environment").exists()
     assert not (workspace / ".snakemake" / "slurm_logs" / "rule_build_kernels").exists()
@@ -97,17 +110,86 @@ def test_campaign_through_slurm_has_the_local_schema(workspace, built, local_slu
     on_host = open_campaign(workspace / "results" / "onhost" / "onhost.nc")
     assert schema(on_slurm) == schema(on_host)
     assert (on_host["status"] == "ok").all()
-    mpich = on_slurm.sel(library="mpich-5.0.2")
-    assert (mpich["status"] == "ok").all()
-    assert mpich["sample_count"].min() >= 5
-    assert (on_slurm["time"].values > 0).all() and np.isfinite(on_slurm["time"].values).all()
-    # The launch ran on the allocated node, not merely somewhere.
-    assert all(local_slurm.node in str(hosts) for hosts in mpich["hosts"].values.ravel())
-    assert os.environ.get("SLURM_CONF") == str(local_slurm.conf)
-
     # Open MPI's mpiexec (PRRTE) takes its slots from SLURM_NODELIST and SLURM_TASKS_PER_NODE,
     # which the executor's job step drops: the launcher restores them from the allocation.
-    openmpi = on_slurm.sel(library="openmpi-5.0.11")
-    assert (openmpi["status"] == "ok").all(), openmpi["status"].values
-    assert all(local_slurm.node in str(hosts) for hosts in openmpi["hosts"].values.ravel())
-    assert not on_slurm["emulated"].any() and list(on_slurm["transport"].values) == ["shm"]
+    assert (on_slurm["status"] == "ok").all(), on_slurm["status"].values
+    assert on_slurm["sample_count"].min() >= 5
+    assert (on_slurm["time"].values > 0).all() and np.isfinite(on_slurm["time"].values).all()
+    assert os.environ.get("SLURM_CONF") == str(local_slurm.conf)
+    # Each launch ran on its allocated nodes, one hostname a node: the on-node placement on the node
+    # with every CPU, the two-node placement on two distinct nodes, a rank on each.
+    for library in LIBRARIES:
+        on_node = on_slurm["hosts"].sel(library=library, placement="1N2P").values.ravel()
+        assert all(hosts == f"{local_slurm.whole_host_node},{local_slurm.whole_host_node}" for hosts in on_node)
+        for hosts in on_slurm["hosts"].sel(library=library, placement="2N1P").values.ravel():
+            first, second = hosts.split(",")
+            assert first != second and {first, second} <= set(local_slurm.nodes), hosts
+    assert not on_slurm["emulated"].any() and list(on_slurm["transport"].values) == ["shm", "network"]
+    assert list(on_slurm["emulation"].values) == ["", ""]
+    assert list(on_host["emulation"].values) == ["", "namespaces"]
+
+
+LONG_CAMPAIGN = textwrap.dedent("""
+    campaign: stopped
+    libraries:
+      mpich-5.0.2: {mpi: mpich-5.0.2}
+    placements:
+      - {name: 2N1P, nodes: 2, ppn: 1}
+    kernels:
+      pingpong.send: {sizes: {list: [4Mi]}}
+    launches: 1
+    precision: {rse: 0.00001, min_samples: 100000, max_samples: 100000, max_point_time: 250}
+    timeout: 280
+""")
+
+ACTIVE_STATES = "PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED"
+
+
+def kernels_on(cluster) -> list[int]:
+    """Ranks running on the Slurm cluster's nodes."""
+    return [pid for pid in vnodes.processes_on(cluster.name) if _argv0(pid).endswith("/commbench-kernels")]
+
+
+def _argv0(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_a_workflow_stopped_during_an_allocation_leaves_nothing_behind(workspace, built, local_slurm):
+    """Ctrl-C while a two-node launch runs: Snakemake cancels the job, Slurm ends its steps, and the
+    launch takes its ranks along; no job, step, rank or virtual node of the launch is left."""
+    campaign_file = workspace / "config" / "campaigns" / "stopped.yaml"
+    campaign_file.write_text(LONG_CAMPAIGN)
+    before = vnodes.existing_clusters()
+    workflow = subprocess.Popen(profile_run(workspace, local_slurm, campaign_file, "results/stopped/stopped.nc"),
+                                cwd=workspace, env={**local_slurm.env, "PYTHONUNBUFFERED": "1"},
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while len(kernels_on(local_slurm.cluster)) < 2 and time.monotonic() < deadline and workflow.poll() is None:
+            time.sleep(0.5)
+        assert len(kernels_on(local_slurm.cluster)) == 2, "the two-node launch never ran"
+        running = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %D %N"], env=local_slurm.env,
+                                 capture_output=True, text=True).stdout.split()
+        assert running[1] == "2", running          # a real two-node allocation
+        workflow.send_signal(signal.SIGINT)
+        output = workflow.communicate(timeout=180)[0]
+    finally:
+        if workflow.poll() is None:
+            workflow.kill()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        active = subprocess.run(["squeue", "-h", "-t", ACTIVE_STATES], env=local_slurm.env, capture_output=True,
+                                text=True).stdout.strip()
+        steps = subprocess.run(["squeue", "-h", "-s"], env=local_slurm.env, capture_output=True, text=True).stdout.strip()
+        left = [_argv0(pid) for pid in vnodes.processes_on(local_slurm.cluster.name)
+                if not _argv0(pid).endswith("slurmd")]
+        if not (active or steps or left):
+            break
+        time.sleep(1)
+    assert not active and not steps, (active, steps, output[-3000:])
+    assert not left, left
+    # No virtual nodes of a launch are left: every cluster made since is gone or still has its owner.
+    assert not [name for name in vnodes.existing_clusters() - before if vnodes.owner_of(name) is None]
