@@ -6,15 +6,17 @@ import copy
 import difflib
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
 import yaml
 
+from .locations import ROOT
 from .units import parse_size
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "campaign.schema.yaml"
+SCHEMA_PATH = ROOT / "workflow" / "schemas" / "campaign.schema.yaml"   # the checkout's, or the installed copy
 
 
 class CampaignError(ValueError):
@@ -58,9 +60,22 @@ def _describe(error: jsonschema.ValidationError) -> str:
             return _describe(deepest)
         allowed = error.schema.get("description") or error.message
         return f"{where}: {error.instance!r} is not allowed; allowed: {allowed}"
+    if error.validator == "type":
+        return f"{where}: {error.instance!r} is not allowed; allowed: {_number_words(error.schema)}"
     if error.validator == "maxLength":
         return f"{where}: {error.instance!r} is too long; allowed: at most {error.validator_value} characters"
     return f"{where}: {error.message}"
+
+
+def _number_words(schema: dict) -> str:
+    """What a typed key takes, in words: 'an integer, at least 1'."""
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    words = " or ".join({"integer": "an integer", "number": "a number", "boolean": "true or false",
+                         "string": "a string", "array": "a list", "object": "a mapping"}.get(k, k) for k in kinds)
+    bounds = [f"{word} {schema[key]}" for key, word in (("minimum", "at least"), ("exclusiveMinimum", "above"),
+                                                       ("maximum", "at most"), ("exclusiveMaximum", "below"))
+              if key in schema]
+    return ", ".join([words, *bounds])
 
 
 # The schema's name patterns in words: names become paths, shell words and variable names.
@@ -136,6 +151,10 @@ def _check_consistency(config: dict, source: str) -> None:
         if "network" in placement and placement["nodes"] < 2:
             problems.append(f"placements: {placement['name']!r} has a network but nodes: {placement['nodes']}; "
                             "an emulated interconnect needs nodes >= 2 (ranks on one node use shared memory)")
+        if "switch" in placement and (placement["nodes"] < 2 or placement.get("emulate") == "loopback"):
+            problems.append(f"placements: {placement['name']!r} has a switch with nodes: {placement['nodes']}, "
+                            f"emulate: {placement.get('emulate', 'namespaces')}; a switch joins virtual nodes: "
+                            "it needs nodes >= 2 and emulate: namespaces (or no emulate:)")
     known = known_kernels()
     for entry, spec in config["kernels"].items():
         kernel = kernel_of(entry)
@@ -368,5 +387,50 @@ def load_campaign(path) -> Campaign:
         raise CampaignError(f"{path}: no such campaign file") from None
     except yaml.YAMLError as exc:
         raise CampaignError(f"{path}: not valid YAML: {exc}") from None
-    config = validate_campaign(raw, source=str(path))
-    return Campaign(name=config["campaign"], source=str(path), config=config)
+    return campaign_from_config(raw, source=str(path))
+
+
+# Keys of a Snakemake config that say how the workflow runs, not what the campaign measures
+# (workflow/rules/common.smk reads them), so `--config overwrite=true` may sit beside the campaign's keys.
+WORKFLOW_OPTIONS = ("build_dir", "strict_build", "resource_checks", "overwrite")
+
+
+def campaign_from_config(config, source: str) -> Campaign:
+    """The campaign a config holds: a campaign file's keys, as read or as Snakemake's `config` has them
+    (the --configfile with --config overrides merged in, or a using workflow's module config), with
+    the workflow's options left out. Raises CampaignError naming `source` on any problem."""
+    if isinstance(config, Mapping):
+        config = {key: value for key, value in config.items() if key not in WORKFLOW_OPTIONS}
+    config = validate_campaign(config, source=source)
+    return Campaign(name=config["campaign"], source=source, config=config)
+
+
+def read_overrides(overrides: Mapping) -> dict:
+    """`--config` values as a campaign file would give them. Snakemake reads a top-level value as a
+    number or boolean where it can, but leaves everything inside a mapping or a list a string
+    (`precision={rse: 0.05}` gives {'rse': '0.05'}); those strings are read again as YAML."""
+    def read(value):
+        if isinstance(value, Mapping):
+            return {key: read(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [read(item) for item in value]
+        if isinstance(value, str):
+            try:
+                return yaml.safe_load(value)
+            except yaml.YAMLError:
+                return value
+        return value
+
+    return {key: read(value) if isinstance(value, (Mapping, list)) else value for key, value in overrides.items()}
+
+
+def describe_overrides(overrides: Mapping) -> str:
+    """`--config launches=5 precision={rse: 0.05}`, for messages and the dataset's record of its source."""
+    def word(value) -> str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (Mapping, list)):
+            return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1 << 16).strip()
+        return json.dumps(value)
+
+    return "--config " + " ".join(f"{key}={word(value)}" for key, value in overrides.items())

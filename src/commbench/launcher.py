@@ -1,10 +1,15 @@
 """One launch: mpiexec of commbench-kernels for a (library, placement, kernel), with a time limit.
 
 The placement decides the transport. On one host, `nodes: 1` runs over shared
-memory, and `nodes > 1` is emulated by forcing each library onto its TCP path
-over loopback, so the dataset can say `transport="tcp", emulated=True`. In a
-Slurm allocation with as many hosts as the placement has nodes, the ranks run on
-those hosts over the real network (`transport="network", emulated=False`).
+memory, and `nodes > 1` is emulated (`transport="tcp", emulated=True`), in one of
+two ways, the placement's `emulate:`. `namespaces` (the default where this host
+can make them) runs each node's ranks on a virtual node of its own
+(commbench.vnodes): mpiexec starts on the first node and reaches the others
+through its own remote shell, as on a cluster, so each library takes its normal
+path between hosts, TCP over the virtual links. `loopback` (where virtual nodes
+cannot be made) forces each library onto its TCP path over loopback. In a Slurm
+allocation with as many hosts as the placement has nodes, the ranks run on those
+hosts over the real network (`transport="network", emulated=False`).
 
 How mpiexec is called depends on the library's launcher, read from its
 `mpiexec --version` when its environment was made: MPICH's Hydra, Open MPI 4's
@@ -25,6 +30,8 @@ that status and why.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import difflib
 import json
 import os
@@ -34,12 +41,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import netem
+from . import netem, vnodes
 from .libraries import in_environment, read_controls
 
 RAW_SCHEMA = 1
@@ -113,6 +121,8 @@ class Placement:
     ppn: int
     network: dict | None = None   # {"rate": "1gbit", "mtu": 1500}: an emulated interconnect
     hosts: int = 1                # hosts the launch may use: 1 here, the allocation's under Slurm
+    emulate: str | None = None    # namespaces | loopback; None: namespaces where they can be made
+    switch: dict | None = None    # {"rate": "1gbit"}: the virtual nodes' shared switch
 
     @property
     def nprocs(self) -> int:
@@ -128,6 +138,24 @@ class Placement:
         return "tcp" if self.emulated else "shm" if self.nodes == 1 else "network"
 
 
+def emulation_of(placement: Placement) -> str:
+    """How the placement's nodes are emulated on this host: "" where they are not (one node, or
+    enough real hosts), else its `emulate:`, by default namespaces where this host can make
+    virtual nodes and loopback where it cannot. Unsupported where virtual nodes are needed (asked
+    for, or a switch) and cannot be made."""
+    if not placement.emulated:
+        return ""
+    if placement.emulate == "loopback":
+        return "loopback"
+    reason = vnodes.unavailable_reason()
+    if reason is None:
+        return "namespaces"
+    if placement.emulate == "namespaces" or placement.switch:
+        wanted = "emulate: namespaces" if placement.emulate == "namespaces" else "a switch:"
+        raise Unsupported(f"placement {placement.name} has {wanted}, which needs virtual nodes: {reason}")
+    return "loopback"
+
+
 @dataclass
 class LaunchPlan:
     """The exact command and environment of one launch, recorded with its result."""
@@ -139,10 +167,11 @@ class LaunchPlan:
 
 def plan_launch(library: dict, placement: Placement, binary: str, kernel_args: list[str],
                 output: str, library_env: dict[str, str] | None = None,
-                cores: int | None = None) -> LaunchPlan:
+                cores: int | None = None, cluster: vnodes.VirtualCluster | None = None) -> LaunchPlan:
     """mpiexec command line and environment for this library (its library.json record: family,
-    launcher, control variables) and placement on the local host. Raises Unsupported when the
-    library cannot emulate the placement or does not know a setting of the campaign row."""
+    launcher, control variables) and placement on the local host, or on the virtual nodes of
+    `cluster` (then run on its first node). Raises Unsupported when the library cannot emulate
+    the placement or does not know a setting of the campaign row."""
     family = library["family"]
     cores = cores or os.cpu_count() or 1
     nprocs = placement.nprocs
@@ -154,9 +183,12 @@ def plan_launch(library: dict, placement: Placement, binary: str, kernel_args: l
         raise Unsupported(f"{describe(library)} does not know {'; '.join(unknown)} (its control variables, as "
                           f"{source} lists them); the setting would be ignored and the row measure the defaults")
     env: dict[str, str] = {}
-    if placement.emulated:
+    if placement.emulated and cluster is None:
         env.update(emulated_network_env(library))
     launcher = ["mpiexec", "-n", str(nprocs)]
+    if cluster is not None:
+        launcher += cluster.launcher_options(library.get("launcher") or ("hydra" if family == "mpich" else "prrte"),
+                                             placement.ppn)
     if family == "openmpi":
         if os.geteuid() == 0:
             # Open MPI refuses root unless both are set (ORTE and PRRTE alike); containers and CI run as root.
@@ -324,6 +356,37 @@ def _kill_tree(process: subprocess.Popen, grace_s: float = 5.0) -> None:
     process.wait()
 
 
+class ConsoleStream:
+    """A launch's console (mpiexec's and the ranks' stdout and stderr) copied to its log line by line
+    as it comes, so that `tail -f` on the log shows each size as it is measured; the last
+    STDERR_TAIL_CHARS are kept for the launch record."""
+
+    def __init__(self, stream, log=None):
+        self._kept: collections.deque[str] = collections.deque()
+        self._kept_chars = 0
+        self._lock = threading.Lock()   # tail() may read while a line still comes in
+        self._copier = threading.Thread(target=self._copy, args=(stream, log), daemon=True)
+        self._copier.start()
+
+    def _copy(self, stream, log) -> None:
+        for line in stream:
+            if log is not None:
+                log.write(line)
+                log.flush()
+            with self._lock:
+                self._kept.append(line)
+                self._kept_chars += len(line)
+                while len(self._kept) > 1 and self._kept_chars - len(self._kept[0]) >= STDERR_TAIL_CHARS:
+                    self._kept_chars -= len(self._kept.popleft())
+
+    def tail(self, wait_s: float = 30.0) -> str:
+        """The end of the console once the launch's processes are gone (they close it; `wait_s` bounds
+        the wait should one have escaped)."""
+        self._copier.join(wait_s)
+        with self._lock:
+            return "".join(self._kept)[-STDERR_TAIL_CHARS:]
+
+
 def read_complete_output(path: Path) -> tuple[list[str], str | None]:
     """The kernel's lines, and why they cannot be used (None when they end in an ok end record)."""
     if not path.exists():
@@ -375,8 +438,9 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
     private = tempfile.mkdtemp(prefix=f"commbench-{library}-{placement.name}-{kernel}-{launch}-",
                                dir=scratch or None)
     try:
-        return _run_launch(installation, build["binary"], [*kernel_args, "--scratch", private], placement,
-                           meta, output, timeout_s, library_env, log)
+        with contextlib.ExitStack() as cleanup:   # removes the launch's virtual nodes, if it has them
+            return _run_launch(installation, build["binary"], [*kernel_args, "--scratch", private], placement,
+                               meta, output, timeout_s, library_env, log, cleanup)
     finally:
         shutil.rmtree(private, ignore_errors=True)
 
@@ -393,8 +457,9 @@ def _not_runnable(installation: dict, build: dict, kernel: str) -> tuple[str, st
 
 
 def record_not_run(output: Path, meta: dict, status: str, reason: str) -> dict:
-    """The raw file of a launch that was never started: its launch record alone, saying why."""
-    assert status in NOT_RUN, status
+    """The raw file of a launch that was never started: its launch record alone, saying why (failed:
+    its virtual nodes could not be made)."""
+    assert status in (*NOT_RUN, "failed"), status
     output.parent.mkdir(parents=True, exist_ok=True)
     record = {"record": "launch", "schema": RAW_SCHEMA, "status": status, **meta, "reason": reason,
               "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -402,25 +467,36 @@ def record_not_run(output: Path, meta: dict, status: str, reason: str) -> dict:
     return record
 
 
-def _run_launch(installation, binary, kernel_args, placement, meta, output, timeout_s, library_env, log) -> dict:
+def _run_launch(installation, binary, kernel_args, placement, meta, output, timeout_s, library_env, log,
+                cleanup: contextlib.ExitStack) -> dict:
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
     partial.unlink(missing_ok=True)
     allocation = slurm_allocation(os.environ)
     placement = replace(placement, hosts=allocated_hosts({**os.environ, **allocation}))
-    meta = {**meta, "transport": placement.transport, "emulated": placement.emulated, "network": placement.network}
+    meta = {**meta, "transport": placement.transport, "emulated": placement.emulated, "network": placement.network,
+            "switch": placement.switch}
+    cluster = None
     try:
+        meta["emulation"] = emulation_of(placement)
+        if meta["emulation"] == "namespaces":
+            cluster = cleanup.enter_context(vnodes.virtual_cluster(placement.nodes, placement.network, placement.switch))
         plan = plan_launch(installation, placement, str(Path(binary).resolve()), kernel_args,
-                           str(partial.resolve()), library_env)
+                           str(partial.resolve()), library_env, cluster=cluster)
     except Unsupported as refusal:
         return record_not_run(output, meta, "unsupported", str(refusal))
+    except vnodes.VirtualNodesError as error:
+        return record_not_run(output, meta, "failed", f"its virtual nodes could not be made: {error}")
     env = {**os.environ, **allocation, **plan.env}
     argv = in_environment(installation["env_dir"], shlex.join(plan.command))
-    if placement.network and not placement.emulated:
+    if (placement.network or placement.switch) and not placement.emulated:
         # The emulated link is a network namespace on one host; real hosts have their own links.
-        argv = ["sh", "-c", f"echo 'placement {placement.name}: an emulated network (network:) runs on "
+        argv = ["sh", "-c", f"echo 'placement {placement.name}: an emulated network (network:, switch:) runs on "
                 f"one host only; this allocation has {placement.hosts} hosts' >&2; exit 2"]
+    elif cluster is not None:
+        # mpiexec starts on the first node, as on a cluster's first host; the links carry `network`.
+        argv = cluster.command_on(cluster.hostnames[0], argv)
     elif placement.network:
         argv = netem.wrap(shlex.join(argv), placement.network)
     started = datetime.now(timezone.utc)
@@ -428,20 +504,19 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
     process = subprocess.Popen(_supervised(argv, KILL_GRACE_S), env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                errors="replace", start_new_session=True)
+    streamed = ConsoleStream(process.stdout, log)
     try:
-        console, _ = process.communicate(timeout=timeout_s)
+        process.wait(timeout=timeout_s)
         status = "ok" if process.returncode == 0 else "failed"
     except subprocess.TimeoutExpired:
         _kill_tree(process, KILL_GRACE_S)
-        console, _ = process.communicate()
         status = "timeout"
     except BaseException:
         # Interrupted (Ctrl-C, the workflow stopping us): the launch must not outlive us.
         _kill_tree(process, KILL_GRACE_S)
         raise
     duration = time.monotonic() - t0
-    if log is not None:
-        log.write(console)
+    console = streamed.tail()
     lines, problem = read_complete_output(partial)
     if status == "ok" and problem:
         status = "failed"
@@ -455,7 +530,7 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
         record["reason"] = problem if status == "failed" and process.returncode == 0 else (
             f"killed after the {timeout_s:g} s timeout" if status == "timeout"
             else f"exit code {process.returncode}")
-        if placement.network and (reason := netem.unavailable_reason()):
+        if placement.network and cluster is None and (reason := netem.unavailable_reason()):
             record["reason"] += f"; {reason}"
         record["console_tail"] = console[-STDERR_TAIL_CHARS:]
     write_raw_file(output, record, lines if status == "ok" else [], partial)

@@ -9,7 +9,8 @@ rule collect:
         dataset=update(DATASET),
         failures=update(RESULTS / "failures.jsonl"),
     params:
-        campaign_file=CAMPAIGN_FILE,
+        # The file, and the --config overrides when there are: the dataset's campaign_file attribute.
+        campaign_file=CAMPAIGN.source,
         config_hash=CAMPAIGN.config_hash,
     log:
         RESULTS / "logs" / "collect.log",

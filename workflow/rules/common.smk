@@ -2,17 +2,42 @@
 import json
 from pathlib import Path
 
+import yaml
+from snakemake.utils import update_config
+
 from commbench.build import retry_token, strict_installations
-from commbench.campaign import CampaignError, load_campaign
+from commbench.campaign import (WORKFLOW_OPTIONS, CampaignError, campaign_from_config, describe_overrides,
+                                read_overrides)
 from commbench.guards import check_resources
 from commbench.provenance import KERNELS_DIR
 
-# The campaign file is re-read by commbench so that errors name the file and key.
-if len(workflow.configfiles) > 1:
+DEFAULT_CAMPAIGN = REPOSITORY / "config" / "campaigns" / "quick.yaml"
+
+# The campaign is Snakemake's config: the --configfile with the --config overrides merged in, or the
+# config a using workflow gives this one as a module (`module commbench: ... config: ...`); without
+# either, the default campaign. commbench validates it so that errors name the file, the overrides and
+# the key. Scripts read the same config (snakemake.config), so it is completed here, in place.
+AS_MODULE = not workflow.modifier.is_main_snakefile()
+if not AS_MODULE and len(workflow.configfiles) > 1:
     raise WorkflowError("give one campaign file (--configfile), not several")
-CAMPAIGN_FILE = str(workflow.configfiles[0]) if workflow.configfiles else "config/campaigns/quick.yaml"
+if (not AS_MODULE and not workflow.configfiles) or not set(config) - set(WORKFLOW_OPTIONS):
+    _campaign = yaml.safe_load(DEFAULT_CAMPAIGN.read_text())
+    update_config(_campaign, config)
+    config.clear()
+    config.update(_campaign)
+    CAMPAIGN_SOURCE = str(DEFAULT_CAMPAIGN)
+elif AS_MODULE:
+    CAMPAIGN_SOURCE = f"the config of module {workflow.modifier.namespace}"
+else:
+    CAMPAIGN_SOURCE = str(workflow.configfiles[0])
+# Nested values come from Snakemake's parser as strings: read again as the file would give them.
+_overrides = {} if AS_MODULE else read_overrides(
+    {key: value for key, value in workflow.config_settings.config.items() if key not in WORKFLOW_OPTIONS})
+if _overrides:
+    update_config(config, _overrides)
+    CAMPAIGN_SOURCE += " with " + describe_overrides(_overrides)
 try:
-    CAMPAIGN = load_campaign(CAMPAIGN_FILE)
+    CAMPAIGN = campaign_from_config(config, CAMPAIGN_SOURCE)
     # Before any job: a size no launch could allocate, or I/O the scratch disk cannot hold. Only
     # where launches run on this host: a cluster's nodes are not the login node.
     if workflow.local_exec and not workflow.remote_exec and str(config.get("resource_checks", True)).lower() != "false":
@@ -40,6 +65,14 @@ wildcard_constraints:
     placement=NAME,
     kernel=r"[a-z][a-z0-9_.]*(@[A-Za-z0-9._+-]+)?",
     launch=r"\d+",
+
+
+def mpi_spec(mpi):
+    """envs/mpi/<mpi>.yaml of the working directory (a site's own specs beside a campaign), else the
+    repository's, so that a workflow using this one as a module finds the specs that come with it."""
+    local = Path("envs") / "mpi" / f"{mpi}.yaml"
+    shipped = REPOSITORY / local
+    return str(shipped if not local.exists() and shipped.exists() else local)
 
 
 def library_record(mpi):
@@ -87,7 +120,7 @@ if not workflow.remote_exec and str(config.get("overwrite", False)).lower() not 
     if _overwritten:
         _examples = "\n".join(f"  {path}: {'; '.join(diff)}" for path, diff in _overwritten[:5])
         raise WorkflowError(
-            f"{CAMPAIGN_FILE}: {RESULTS} holds {len(_overwritten)} finished launches measured with other "
+            f"{CAMPAIGN_SOURCE}: {RESULTS} holds {len(_overwritten)} finished launches measured with other "
             f"settings of campaign {CAMPAIGN.name!r}; running this file would overwrite them, e.g.\n"
             f"{_examples}\n"
             f"To keep them, give the changed campaign a new name (campaign: {CAMPAIGN.name}-2): its results "

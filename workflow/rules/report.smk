@@ -2,8 +2,8 @@ import sys
 
 # The analysis environment runs the report (papermill, hvPlot): the Python running Snakemake.
 PYTHON = sys.executable
-REPORT_NOTEBOOK = Path(workflow.basedir).parent / "notebooks" / "04-report.ipynb"
-REPORT_CODE = [Path(workflow.basedir).parent / "src" / "commbench" / name for name in ("figures.py", "report.py")]
+REPORT_NOTEBOOK = REPOSITORY / "notebooks" / "04-report.ipynb"
+REPORT_CODE = [REPOSITORY / "src" / "commbench" / name for name in ("figures.py", "report.py")]
 
 
 rule report:
@@ -17,7 +17,9 @@ rule report:
         html=RESULTS / "report.html",
         notebook=RESULTS / "report.ipynb",
         figures=directory(RESULTS / "figures"),
+    params:
+        python=PYTHON,   # a param, not the global: a module's globals are not the shell's
     log:
         RESULTS / "logs" / "report.log",
     shell:
-        "{PYTHON} -m commbench.cli report {input.dataset} > {log} 2>&1"
+        "{params.python} -m commbench.cli report {input.dataset} > {log} 2>&1"

@@ -3,10 +3,11 @@
 import json
 from pathlib import Path
 
-from commbench.campaign import load_campaign
+from commbench.campaign import campaign_from_config
 from commbench.collect import build_dataset, failures, stream_raw, write_dataset, write_failures
 
-campaign = load_campaign(snakemake.params.campaign_file)
+# The campaign as the workflow has it (workflow/rules/common.smk): the file with any --config overrides.
+campaign = campaign_from_config(snakemake.config, snakemake.params.campaign_file)
 libraries = {json.loads(Path(p).read_text())["name"]: json.loads(Path(p).read_text())
              for p in snakemake.input.libraries}
 builds = {json.loads(Path(p).read_text())["mpi"]: json.loads(Path(p).read_text())

@@ -4,7 +4,9 @@ import signal
 import sys
 from pathlib import Path
 
+from commbench.campaign import campaign_from_config
 from commbench.launcher import Placement, run_launch
+from commbench.progress import campaign_progress, progress_line
 
 # Snakemake stops jobs with SIGTERM: end the launch's processes on the way out, not leave them running.
 signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -22,3 +24,7 @@ with open(snakemake.log[0], "w") as log:
 if record["status"] != "ok":
     print(f"launch {w.library}/{w.placement}/{w.kernel}/{w.launch} {record['status']}: "
           f"{record.get('reason', '')}; see {snakemake.log[0]}")
+# The campaign as the workflow has it (validated there, with any --config overrides): what is left.
+campaign = campaign_from_config(snakemake.config, "the workflow's config")
+run = (w.library, w.placement, w.kernel, int(w.launch))
+print(progress_line(campaign_progress(campaign.runs(), Path(snakemake.output.raw)), run, record), flush=True)
