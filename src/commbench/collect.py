@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import numpy as np
 import xarray as xr
 
-from . import __version__, netem
+from . import __version__, conventions, netem
 from . import dataset  # noqa: F401  (registers ds.commbench on the datasets built here)
 from .campaign import Campaign, kernel_of
 from .guards import WINDOWED_KERNELS
@@ -126,7 +126,7 @@ def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries
     metric = {name: "" for name in kernels}
     window_buffers = {name: "" for name in kernels}   # windowed kernels: shared | distinct, as run
     all_hosts: set[str] = set()
-    measured_on: dict[str, tuple[str, bool]] = {}   # placement -> (transport, emulated) its launches recorded
+    measured_on: dict[str, tuple[str, bool, str]] = {}   # placement -> (transport, emulated, emulation) as run
     batches = []   # per ok launch: (cell, sizes, per-point records, statistics); the size axis comes last
 
     for result in results:
@@ -143,7 +143,7 @@ def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries
             reason[cell] = meta.get("reason", "")
             continue
         if "transport" in meta:
-            measured_on[meta["placement"]] = (meta["transport"], bool(meta["emulated"]))
+            measured_on[meta["placement"]] = (meta["transport"], bool(meta["emulated"]), meta.get("emulation", ""))
         run = result.run
         resolution[cell] = run["timer_resolution_s"]
         overhead[cell] = run["harness_overhead_s"]
@@ -191,8 +191,9 @@ def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries
             pass
 
     placement_specs = [campaign.placement(name) for name in placements]
-    # (transport, emulated) per placement: what its launches recorded, else what one host does.
-    measured_on = {name: ("tcp" if spec["nodes"] > 1 else "shm", spec["nodes"] > 1)
+    # (transport, emulated, emulation) per placement: what its launches recorded, else what one host
+    # does (its emulation unknown until a launch ran).
+    measured_on = {name: ("tcp" if spec["nodes"] > 1 else "shm", spec["nodes"] > 1, "")
                    for name, spec in zip(placements, placement_specs)} | measured_on
     mpi = [campaign.mpi_of(name) for name in lib_names]
     coords = {
@@ -208,6 +209,10 @@ def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries
         # On one host, ranks of different nodes talk over TCP on loopback; on a cluster, as the launches say.
         "transport": ("placement", [measured_on[name][0] for name in placements]),
         "emulated": ("placement", [measured_on[name][1] for name in placements]),
+        "emulation": ("placement", [measured_on[name][2] for name in placements],
+                      {"long_name": "how nodes were emulated on one host: namespaces (virtual nodes) or loopback"}),
+        "switch_rate": ("placement", [netem.rate_bits_per_s(p["switch"]["rate"]) if "switch" in p else np.nan
+                                      for p in placement_specs], {"units": "bit/s", "long_name": "emulated switch rate"}),
         "network_rate": ("placement", [netem.rate_bits_per_s(p["network"]["rate"]) if "network" in p else np.nan
                                        for p in placement_specs], {"units": "bit/s", "long_name": "emulated link rate"}),
         "mtu": ("placement", [p["network"]["mtu"] if "network" in p else 0 for p in placement_specs],
@@ -281,7 +286,8 @@ def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "refused_files": json.dumps([str(e) for e in refused]),
     }
-    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+    return conventions.describe(xr.Dataset(data_vars, coords=coords, attrs=attrs),
+                                description=campaign.config.get("description", ""))
 
 
 def _library_failure(library: dict | None, build: dict | None) -> dict:
@@ -432,9 +438,9 @@ def write_dataset(ds: xr.Dataset, path, keep_previous: bool = True, log=None) ->
 
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    rest = ds.drop_vars("time")
-    encoding = {name: {"zlib": True, "complevel": 4} for name, var in rest.data_vars.items()
-                if var.dtype.kind == "f"}
+    rest, encoding = conventions.encode(ds.drop_vars("time"), path)   # status as CF flags, started as CF time
+    encoding |= {name: {"zlib": True, "complevel": 4} for name, var in rest.data_vars.items()
+                 if var.dtype.kind == "f"}
     rest.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
     time = ds["time"]
     count = time.sizes["sample"]
