@@ -114,16 +114,21 @@ def test_hockney_takes_every_shape_and_ignores_sizes_without_data():
 
 # --------------------------------------------------------------------------- piecewise
 
+MULTI_REGIME = [
+    (syn.Switch(16384, 6e-6, 5e9),),                                  # eager -> rendezvous: a jump
+    (syn.Switch(65536, 8e-6, 9e9),),                                  # a jump and a faster path
+    (syn.Switch(262144, 0.0, 2e9),),                                  # a slope change alone
+    (syn.Switch(8192, 4e-6, 5e9), syn.Switch(524288, 25e-6, 12e9)),   # two switches
+    (syn.Switch(3000, 5e-6, 5e9),),                                   # between grid points
+]
+
+
 def switch_sweep():
     """Curves with zero, one or two switches (jumps, slope changes, both) over grids and noise levels."""
     base = dict(latency_s=2e-6, bandwidth_Bps=5e9)
     layouts = [
         (),
-        (syn.Switch(16384, 6e-6, 5e9),),                                  # eager -> rendezvous: a jump
-        (syn.Switch(65536, 8e-6, 9e9),),                                  # a jump and a faster path
-        (syn.Switch(262144, 0.0, 2e9),),                                  # a slope change alone
-        (syn.Switch(8192, 4e-6, 5e9), syn.Switch(524288, 25e-6, 12e9)),   # two switches
-        (syn.Switch(3000, 5e-6, 5e9),),                                   # between grid points
+        *MULTI_REGIME,
         (syn.Switch(16384, 1e-6, 5e9),),                                  # a small jump (+20%)
         (syn.Switch(262144, 0.0, 3.5e9),),                                # a gentle slowdown
     ]
@@ -191,15 +196,6 @@ def test_piecewise_isolated_outlier_gets_no_segment_of_its_own():
 
 
 # --------------------------------------------------------------------------- regimes
-
-MULTI_REGIME = [
-    (syn.Switch(16384, 6e-6, 5e9),),                                  # eager -> rendezvous: a jump
-    (syn.Switch(65536, 8e-6, 9e9),),                                  # a jump and a faster path
-    (syn.Switch(262144, 0.0, 2e9),),                                  # a slope change alone
-    (syn.Switch(8192, 4e-6, 5e9), syn.Switch(524288, 25e-6, 12e9)),   # two switches
-    (syn.Switch(3000, 5e-6, 5e9),),                                   # between grid points
-]
-
 
 def regime_curves(layouts, noise_levels, launches=3):
     """(grid name, truth, curve) for every grid that can see every switch (3 sizes each side)."""
