@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,13 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "workflow" / "Snakefile"
 SNAKEMAKE = Path(sys.executable).parent / "snakemake"
 LIBRARIES = ("mpich-5.0.2", "openmpi-5.0.11")
+
+
+def interruptible() -> None:
+    """preexec_fn of a workflow a test stops with Ctrl-C (SIGINT): SIGINT at its default, as a terminal
+    starts it. A shell starts background jobs with SIGINT ignored (CI run as `bash .ci/run &`, say),
+    children inherit that, and Python then never raises KeyboardInterrupt: Snakemake would not stop."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def workflow_command(workdir: Path, *args: str) -> list[str]:

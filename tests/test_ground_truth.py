@@ -77,7 +77,8 @@ def test_compare_finds_an_eager_limit_change_between_the_limits_only(workspace, 
     launches = {name: [] for name in rows}
     for _ in range(3):
         for name, limit in rows.items():
-            launches[name].append(measure(workspace, tmp_path, Placement("2N1P", 2, 1), args, sizes, launches=1,
+            launches[name].append(measure(workspace, tmp_path, Placement("2N1P", 2, 1, emulate="loopback"), args, sizes,
+                                          launches=1,
                                           library_env={"OMPI_MCA_btl_tcp_eager_limit": str(limit)}))
     width = max(cube.shape[2] for cubes in launches.values() for cube in cubes)
     ds = dataset_from_cubes({(name, "2N1P", "pingpong.send"): (sizes, np.concatenate(

@@ -25,7 +25,7 @@ from commbench.guards import ResourceError, check_resources, needs, resource_pro
 from commbench.launcher import Placement
 from commbench.raw import LAUNCH_STATUSES, RawFileError, read_raw
 
-from conftest import REPO, launch, snakemake, workflow_command
+from conftest import REPO, interruptible, launch, snakemake, workflow_command
 from conftest import campaign_error as refusal, write_campaign as write
 
 LAUNCHER_NAMES = {"commbench-kernels", "mpiexec", "mpirun", "hydra_pmi_proxy", "prterun", "prted"}
@@ -329,7 +329,7 @@ def test_hung_launch_is_killed_recorded_and_the_campaign_completes(workspace, bu
 def _start(workspace, *args) -> subprocess.Popen:
     """snakemake in a session of its own, so that the test can interrupt or kill its whole group."""
     return subprocess.Popen(workflow_command(workspace, *args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=interruptible)
 
 
 def _wait_for_hung_launch(workspace, results: Path, process: subprocess.Popen) -> None:

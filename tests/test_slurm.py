@@ -17,7 +17,7 @@ import pytest
 from commbench import vnodes
 from commbench.dataset import open_campaign
 
-from conftest import REPO, snakemake, workflow_command
+from conftest import REPO, interruptible, snakemake, workflow_command
 
 pytestmark = [pytest.mark.slurm, pytest.mark.mpi]
 
@@ -165,7 +165,7 @@ def test_a_workflow_stopped_during_an_allocation_leaves_nothing_behind(workspace
     before = vnodes.existing_clusters()
     workflow = subprocess.Popen(profile_run(workspace, local_slurm, campaign_file, "results/stopped/stopped.nc"),
                                 cwd=workspace, env={**local_slurm.env, "PYTHONUNBUFFERED": "1"},
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=interruptible)
     try:
         deadline = time.monotonic() + 300
         while len(kernels_on(local_slurm.cluster)) < 2 and time.monotonic() < deadline and workflow.poll() is None:
