@@ -50,7 +50,9 @@ def test_eager_limit_moves_the_protocol_switch_to_it(workspace, built, tmp_path,
     sizes = list(range(eager_limit // 4, 2 * eager_limit + 1, step))
     times = measure(workspace, tmp_path, Placement("2N1P", 2, 1),
                     ["pingpong.send", "--min-samples", "20", "--max-samples", "100", "--max-point-time", "0.3"],
-                    sizes, launches=3, library_env={"OMPI_MCA_btl_tcp_eager_limit": str(eager_limit)})
+                    # Five launches: on virtual nodes the 32 KiB switch scored 42 against 111 at 8 KiB, and
+                    # one CI run in three read another jump as larger with three.
+                    sizes, launches=5, library_env={"OMPI_MCA_btl_tcp_eager_limit": str(eager_limit)})
     found = detect(sizes, times)
     switches = found[found["kind"] == "protocol_switch"]
     assert len(switches), f"no protocol switch found:\n{found}"
