@@ -17,7 +17,7 @@ from setuptools import find_namespace_packages, setup
 # A folder of the repository -> the files of it the wheel carries under commbench/share/.
 SHARED = {
     "notebooks": ["*.ipynb"],
-    "kernels": ["Makefile", "*.c", "*.h"],
+    "kernels": ["Makefile", "*.c", "*.h", "*.def"],
     "kernels/harness": ["*.c", "*.h"],
     "workflow/schemas": ["*.yaml"],
     "envs": ["analysis.txt"],

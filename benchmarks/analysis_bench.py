@@ -1,7 +1,7 @@
 """How long the analysis takes on a campaign-sized dataset: one million samples.
 
 2 libraries x 2 placements x 5 kernels x 50 sizes x 5 launches x 200 samples, synthetic
-(commbench.synthetic) with switches, packets, alignment and spikes mixed in, so the
+(commbench.data.synthetic) with switches, packets, alignment and spikes mixed in, so the
 detectors do real work. Times each of ds.commbench.fit("hockney" | "piecewise" |
 "packet") and ds.commbench.anomalies(), and their total; the target is under 10 s on
 2 cores. Run: .venv/bin/python benchmarks/analysis_bench.py
@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-import commbench.dataset  # noqa: F401  (registers ds.commbench)
-from commbench import synthetic as syn
+import commbench.analysis  # noqa: F401  (registers ds.commbench)
+from commbench.data import synthetic as syn
 
 LIBRARIES = ("lib-a", "lib-b")
 PLACEMENTS = ("1N2P", "2N1P")

@@ -1,4 +1,4 @@
-"""`make validate` (compare): false calls and recall of commbench.compare on synthetic campaigns.
+"""`make validate` (compare): false calls and recall of commbench.analysis.compare on synthetic campaigns.
 
 Each campaign: two library rows (baseline, candidate) x 5 kernels x 20 sizes (1 B .. 512 KiB) =
 100 cells, with heavy-tailed samples (Student t, 3 degrees of freedom, 1% rare delays),
@@ -21,8 +21,8 @@ import argparse
 
 import numpy as np
 
-from commbench import synthetic as syn
-from commbench.compare import changed_ranges
+from commbench.data import synthetic as syn
+from commbench.analysis.compare import changed_ranges
 
 KERNELS = ("pingpong.send", "pingpong.ssend", "stream.uni", "multipair.stream", "collectives.bcast")
 SIZES = syn.powers_of_two(1, 512 * 1024)

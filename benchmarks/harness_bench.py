@@ -29,8 +29,9 @@ import time
 from pathlib import Path
 
 from commbench.campaign import load_campaign
-from commbench.launcher import Placement, plan_launch
-from commbench.libraries import in_environment
+from commbench.launch.placement import Placement
+from commbench.launch.plan import plan_launch
+from commbench.launch.libraries import in_environment
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCHES = 3          # for (b): launches, each alternating ROUNDS times

@@ -6,7 +6,7 @@ raw launch files in the campaign format, then each step in a process of its own,
 time and peak memory (maximum resident set):
 
   generate   the raw files (not part of the targets: a campaign writes them as it runs)
-  collect    raw files -> dataset, streamed (commbench.collect, as the workflow's collect rule)
+  collect    raw files -> dataset, streamed (commbench.data.collect, as the workflow's collect rule)
   open       open_campaign: everything but the samples loaded
   summary    ds.commbench.summary(): per-point statistics over launches, with intervals
   fits       ds.commbench.fit("hockney") on every curve (samples read one curve at a time)
@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -97,7 +96,7 @@ def generate(directory: Path, kernels: int) -> None:
 
 def step(name: str, directory: Path) -> None:
     from commbench.campaign import Campaign
-    from commbench.dataset import open_campaign
+    from commbench import open_campaign
 
     dataset = directory / "scale.nc"
     if name == "generate":
@@ -105,7 +104,8 @@ def step(name: str, directory: Path) -> None:
         return
     config = json.loads((directory / "campaign.json").read_text())
     if name == "collect":
-        from commbench.collect import build_dataset, stream_raw, write_dataset
+        from commbench.data.collect import build_dataset, stream_raw
+        from commbench.io.netcdf import write_dataset
 
         campaign = Campaign("scale", str(directory / "campaign.json"), config)
         libraries = {m: {"name": m, "status": "ok", "family": "mpich"} for m in campaign.mpi_names}
@@ -127,7 +127,7 @@ def step(name: str, directory: Path) -> None:
         elif name == "anomalies":
             ds.commbench.anomalies()
         elif name == "compare":
-            from commbench.compare import across, verdict_counts
+            from commbench.analysis.compare import across, verdict_counts
 
             started = time.monotonic()
             within = ds.commbench.compare(baseline="lib-0", candidate="lib-1")

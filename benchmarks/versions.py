@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from commbench.dataset import open_campaign
+from commbench import open_campaign
 
 SMALL, LARGE = 8, 1 << 20
 

@@ -12,7 +12,7 @@
 
 #include "patterns.h"
 
-static double copy_memory(struct cb_context *ctx, size_t size, long iterations)
+double copy_memory(struct cb_context *ctx, size_t size, long iterations)
 {
     if (ctx->rank != 0) return 1;
     for (long i = 0; i < iterations; i++) {
@@ -23,7 +23,7 @@ static double copy_memory(struct cb_context *ctx, size_t size, long iterations)
     return 1;
 }
 
-static const char *no_integrity(struct cb_context *ctx, size_t max_size)
+const char *no_integrity(struct cb_context *ctx, size_t max_size)
 {
     (void)max_size;
     return ctx->integrity ? "this baseline has no integrity mode" : NULL;
@@ -55,7 +55,7 @@ static int read_all(int fd, unsigned char *p, size_t n)
 
 /* Rank 1 listens on an ephemeral port and tells rank 0 its host and port; rank 0
  * connects (over loopback when both share a host). */
-static const char *tcp_connect(struct cb_context *ctx, size_t max_size)
+const char *tcp_connect(struct cb_context *ctx, size_t max_size)
 {
     (void)max_size;
     const char *problem = no_integrity(ctx, max_size);
@@ -97,14 +97,14 @@ static const char *tcp_connect(struct cb_context *ctx, size_t max_size)
     return any_failed ? "tcp.pingpong: could not connect a TCP socket between ranks 0 and 1" : NULL;
 }
 
-static void tcp_close(struct cb_context *ctx)
+void tcp_close(struct cb_context *ctx)
 {
     (void)ctx;
     if (tcp_socket >= 0) close(tcp_socket);
     tcp_socket = -1;
 }
 
-static double tcp_pingpong(struct cb_context *ctx, size_t size, long iterations)
+double tcp_pingpong(struct cb_context *ctx, size_t size, long iterations)
 {
     if (ctx->rank > 1) return 2;
     /* A byte stream has no empty message: writing 0 bytes sends nothing and reading 0 returns at
@@ -122,12 +122,3 @@ static double tcp_pingpong(struct cb_context *ctx, size_t size, long iterations)
     }
     return 2;
 }
-
-const struct cb_kernel cb_baseline_kernels[] = {
-    {"memcpy", "seconds per memcpy of `size` bytes on rank 0, one core; bandwidth = size / time",
-     1, copy_memory, no_integrity, 0, 0},
-    {"tcp.pingpong", "half round trip over a TCP socket (TCP_NODELAY) between ranks 0 and 1, timed at rank 0 "
-     "(size 0 sends 1 byte: TCP has no empty message)",
-     2, tcp_pingpong, tcp_connect, tcp_close, 0},
-    {0},
-};

@@ -43,19 +43,12 @@ static const char *coll_setup(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-static void coll_teardown(struct cb_context *ctx)
+void coll_teardown(struct cb_context *ctx)
 {
     free(coll.counts);
     free(coll.displs);
     free(coll.half_ack);
     ctx->state = NULL;
-}
-
-/* Every collective's buffers hold nprocs blocks of the message size. */
-static int per_rank_slots(const struct cb_params *params, int nprocs)
-{
-    (void)params;
-    return nprocs;
 }
 
 enum coll_op { BCAST, SCATTER, SCATTERV, SCAN, REDUCE, GATHER, GATHERV, ALLREDUCE, ALLGATHER,
@@ -214,7 +207,7 @@ static const char *check_method(struct cb_context *ctx, size_t max_size, int acc
     return coll_setup(ctx, max_size);
 }
 
-static const char *setup_fan_out(struct cb_context *ctx, size_t max_size)
+const char *setup_fan_out(struct cb_context *ctx, size_t max_size)
 {
     const char *problem = check_method(ctx, max_size, 1, 0);
     if (problem) return problem;
@@ -226,10 +219,10 @@ static const char *setup_fan_out(struct cb_context *ctx, size_t max_size)
     snprintf(ctx->info + used, sizeof ctx->info - (size_t)used, "]}");
     return NULL;
 }
-static const char *setup_fan_in(struct cb_context *c, size_t s) { return check_method(c, s, 0, 1); }
-static const char *setup_bounds(struct cb_context *c, size_t s) { return check_method(c, s, 0, 0); }
+const char *setup_fan_in(struct cb_context *c, size_t s) { return check_method(c, s, 0, 1); }
+const char *setup_bounds(struct cb_context *c, size_t s) { return check_method(c, s, 0, 0); }
 
-#define COLL(fn, op) static double fn(struct cb_context *c, size_t s, long n) { return measure(c, s, n, op); }
+#define COLL(fn, op) double fn(struct cb_context *c, size_t s, long n) { return measure(c, s, n, op); }
 COLL(coll_bcast, BCAST)
 COLL(coll_scatter, SCATTER)
 COLL(coll_scatterv, SCATTERV)
@@ -244,32 +237,3 @@ COLL(coll_alltoall, ALLTOALL)
 COLL(coll_alltoallv, ALLTOALLV)
 COLL(coll_reduce_scatter, REDUCE_SCATTER)
 COLL(coll_barrier, BARRIER)
-
-#define FAN_OUT "operation latency by --method: accurate (default; max over ranks of time per call acknowledged " \
-                "to the root, less half the acknowledgement round trip), lower or upper"
-#define BOUNDS "operation latency bound by --method: lower (default; repeated calls at rank 0) or upper " \
-               "(each call then a point-to-point barrier)"
-#define FAN_IN BOUNDS ", or root (the root's time in the call once all others entered)"
-
-const struct cb_kernel cb_collective_kernels[] = {
-    {"coll.bcast", "MPI_Bcast " FAN_OUT, 2, coll_bcast, setup_fan_out, coll_teardown, per_rank_slots},
-    {"coll.scatter", "MPI_Scatter " FAN_OUT, 2, coll_scatter, setup_fan_out, coll_teardown, per_rank_slots},
-    {"coll.scatterv", "MPI_Scatterv " FAN_OUT, 2, coll_scatterv, setup_fan_out, coll_teardown, per_rank_slots},
-    {"coll.scan", "MPI_Scan latency by --method: accurate (default; rank 0 waits for an acknowledgement from "
-                  "rank N-1 between calls, less half its round trip), lower or upper",
-     2, coll_scan, setup_fan_out, coll_teardown, per_rank_slots},
-    {"coll.reduce", "MPI_Reduce (MPI_SUM) " FAN_IN, 2, coll_reduce, setup_fan_in, coll_teardown, per_rank_slots},
-    {"coll.gather", "MPI_Gather " FAN_IN, 2, coll_gather, setup_fan_in, coll_teardown, per_rank_slots},
-    {"coll.gatherv", "MPI_Gatherv " FAN_IN, 2, coll_gatherv, setup_fan_in, coll_teardown, per_rank_slots},
-    {"coll.allreduce", "MPI_Allreduce (MPI_SUM) " BOUNDS, 2, coll_allreduce, setup_bounds, coll_teardown, per_rank_slots},
-    {"coll.allgather", "MPI_Allgather " BOUNDS, 2, coll_allgather, setup_bounds, coll_teardown, per_rank_slots},
-    {"coll.allgatherv", "MPI_Allgatherv " BOUNDS, 2, coll_allgatherv, setup_bounds, coll_teardown, per_rank_slots},
-    {"coll.alltoall", "MPI_Alltoall (size: bytes each rank sends to every other) " BOUNDS, 2, coll_alltoall,
-     setup_bounds, coll_teardown, per_rank_slots},
-    {"coll.alltoallv", "MPI_Alltoallv (size: bytes each rank sends to every other) " BOUNDS, 2, coll_alltoallv,
-     setup_bounds, coll_teardown, per_rank_slots},
-    {"coll.reduce_scatter", "MPI_Reduce_scatter (MPI_SUM; size: bytes each rank keeps) " BOUNDS, 2,
-     coll_reduce_scatter, setup_bounds, coll_teardown, per_rank_slots},
-    {"coll.barrier", "MPI_Barrier " BOUNDS " (size is ignored)", 2, coll_barrier, setup_bounds, coll_teardown, 0},
-    {0},
-};

@@ -55,7 +55,7 @@ static void fail(struct cb_context *ctx, const char *what)
     MPI_Abort(ctx->comm, 5);
 }
 
-static const char *io_setup(struct cb_context *ctx, size_t max_size)
+const char *io_setup(struct cb_context *ctx, size_t max_size)
 {
     if (ctx->integrity) return "io kernels have no integrity mode";
     snprintf(io.own, sizeof io.own, "%s/commbench-io-own-%d", scratch_dir(ctx), ctx->rank);
@@ -74,7 +74,7 @@ static const char *io_setup(struct cb_context *ctx, size_t max_size)
     return io.own_fd < 0 || io.shared_fd < 0 ? "cannot open files in the scratch directory" : NULL;
 }
 
-static void io_teardown(struct cb_context *ctx)
+void io_teardown(struct cb_context *ctx)
 {
     if (io.own_fd >= 0) close(io.own_fd);
     if (io.shared_fd >= 0) close(io.shared_fd);
@@ -113,16 +113,16 @@ static double posix_io(struct cb_context *ctx, size_t size, long iterations, enu
     return 1;
 }
 
-static double own_file(struct cb_context *c, size_t s, long n) { return posix_io(c, s, n, OWN_FILE); }
-static double shared_file(struct cb_context *c, size_t s, long n) { return posix_io(c, s, n, SHARED_FILE); }
-static double read_same(struct cb_context *c, size_t s, long n) { return posix_io(c, s, n, READ_SAME); }
+double own_file(struct cb_context *c, size_t s, long n) { return posix_io(c, s, n, OWN_FILE); }
+double shared_file(struct cb_context *c, size_t s, long n) { return posix_io(c, s, n, SHARED_FILE); }
+double read_same(struct cb_context *c, size_t s, long n) { return posix_io(c, s, n, READ_SAME); }
 
 /* io.mpiio_all: each task holds an n^3 block of doubles with a one-cell halo; the
  * memory type strips the halo and the file view places the block in the global
  * 3D array, so one write_all and one read_all move the whole array. */
 static int block_edge(size_t size) { int n = 1; while ((size_t)(n + 1) * (n + 1) * (n + 1) * 8 <= size) n++; return n; }
 
-static const char *mpiio_setup(struct cb_context *ctx, size_t max_size)
+const char *mpiio_setup(struct cb_context *ctx, size_t max_size)
 {
     if (ctx->integrity) return "io kernels have no integrity mode";
     if (max_size < 8) return "io.mpiio_all needs sizes of at least 8 bytes (one double)";
@@ -154,7 +154,7 @@ static const char *mpiio_setup(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-static void mpiio_teardown(struct cb_context *ctx)
+void mpiio_teardown(struct cb_context *ctx)
 {
     (void)ctx;
     if (io.mpi_file != MPI_FILE_NULL) MPI_File_close(&io.mpi_file);   /* deletes the file */
@@ -180,7 +180,7 @@ static void set_views(struct cb_context *ctx, int n)
     io.block = n;
 }
 
-static double mpiio_all(struct cb_context *ctx, size_t size, long iterations)
+double mpiio_all(struct cb_context *ctx, size_t size, long iterations)
 {
     if (iterations == 0) return 1;
     int n = block_edge(size);
@@ -194,27 +194,3 @@ static double mpiio_all(struct cb_context *ctx, size_t size, long iterations)
     }
     return 1;
 }
-
-/* The block and its halo: (n+2)^3 doubles is at most 27 times n^3 (n = 1). */
-static int halo_room(const struct cb_params *params, int nprocs)
-{
-    (void)params;
-    (void)nprocs;
-    return 27;
-}
-
-const struct cb_kernel cb_io_kernels[] = {
-    {"io.own_file", "time for every task to write `size` bytes to its own file and read them back "
-                    "(page cache unless --drop-cache); aggregate bandwidth = 2 tasks size / time",
-     1, own_file, io_setup, io_teardown, 0},
-    {"io.shared_file", "time for every task to write its `size`-byte region of one shared file; "
-                       "aggregate bandwidth = tasks size / time",
-     1, shared_file, io_setup, io_teardown, 0},
-    {"io.read_same", "time for every task to read the same `size` bytes of one file (page cache unless "
-                     "--drop-cache); aggregate bandwidth = tasks size / time",
-     1, read_same, io_setup, io_teardown, 0},
-    {"io.mpiio_all", "time of MPI_File_write_at_all then read_at_all of a 3D array, an n^3 block of doubles "
-                     "per task (n^3 x 8 <= size), halos stripped by the types; aggregate = 2 tasks 8 n^3 / time",
-     1, mpiio_all, mpiio_setup, mpiio_teardown, halo_room},
-    {0},
-};

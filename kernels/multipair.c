@@ -6,7 +6,7 @@
 
 struct pairing { int peer, initiator; };
 
-static const char *pair_up(struct cb_context *ctx, size_t max_size)
+const char *pair_up(struct cb_context *ctx, size_t max_size)
 {
     (void)max_size;
     static struct pairing pairing;
@@ -25,7 +25,7 @@ static const char *pair_up(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-static double multipair_pingpong(struct cb_context *ctx, size_t size, long iterations)
+double multipair_pingpong(struct cb_context *ctx, size_t size, long iterations)
 {
     const struct pairing *p = ctx->state;
     cb_pingpong(ctx, size, iterations, p->peer, p->initiator, CB_SEND, CB_RECV);
@@ -33,22 +33,10 @@ static double multipair_pingpong(struct cb_context *ctx, size_t size, long itera
     return 2;
 }
 
-static double multipair_stream(struct cb_context *ctx, size_t size, long iterations)
+double multipair_stream(struct cb_context *ctx, size_t size, long iterations)
 {
     const struct pairing *p = ctx->state;
     cb_stream(ctx, size, iterations, p->peer, p->initiator, 0);
     MPI_Barrier(ctx->comm);
     return ctx->params.window;
 }
-
-const struct cb_kernel cb_multipair_kernels[] = {
-    {"multipair.pingpong",
-     "half round trip of MPI_Send/MPI_Recv per pair, all pairs at once, until the last pair is done; "
-     "aggregate bandwidth = pairs x size / time",
-     2, multipair_pingpong, pair_up, 0, 0},
-    {"multipair.stream",
-     "seconds per message of a window of MPI_Isend in every pair at once, until the last pair is done; "
-     "aggregate bandwidth = pairs x size / time",
-     2, multipair_stream, pair_up, 0, cb_window_slots},
-    {0},
-};

@@ -55,12 +55,12 @@ CB_INLINE double multi(struct cb_context *ctx, size_t size, long iterations, enu
     return 2.0 * n;
 }
 
-static double multi_isend(struct cb_context *c, size_t s, long i) { return multi(c, s, i, CB_ISEND); }
-static double multi_send(struct cb_context *c, size_t s, long i) { return multi(c, s, i, CB_SEND); }
-static double multi_issend(struct cb_context *c, size_t s, long i) { return multi(c, s, i, CB_ISSEND); }
-static double multi_ssend(struct cb_context *c, size_t s, long i) { return multi(c, s, i, CB_SSEND); }
+double multi_isend(struct cb_context *c, size_t s, long i) { return multi(c, s, i, CB_ISEND); }
+double multi_send(struct cb_context *c, size_t s, long i) { return multi(c, s, i, CB_SEND); }
+double multi_issend(struct cb_context *c, size_t s, long i) { return multi(c, s, i, CB_ISSEND); }
+double multi_ssend(struct cb_context *c, size_t s, long i) { return multi(c, s, i, CB_SSEND); }
 
-static double pieces(struct cb_context *ctx, size_t size, long iterations)
+double pieces(struct cb_context *ctx, size_t size, long iterations)
 {
     /* k pieces of ceil(size / k) bytes, whole elements each; the last takes the rest. */
     int k = ctx->params.pieces;
@@ -72,27 +72,10 @@ static double pieces(struct cb_context *ctx, size_t size, long iterations)
     return 2;
 }
 
-static const char *check_counts(struct cb_context *ctx, size_t max_size)
+const char *check_counts(struct cb_context *ctx, size_t max_size)
 {
     (void)max_size;
     if (ctx->params.messages < 1 || ctx->params.messages > MAX_MESSAGES) return "--messages must be 1..4096";
     if (ctx->params.pieces < 1 || ctx->params.pieces > MAX_MESSAGES) return "--pieces must be 1..4096";
     return NULL;
 }
-
-static int message_slots(const struct cb_params *p, int nprocs) { (void)nprocs; return p->messages; }
-static int piece_slots(const struct cb_params *p, int nprocs) { (void)nprocs; return p->pieces; }
-
-#define PER_MESSAGE(calls) "seconds per message when rank 0 sends n messages (--messages) with " calls \
-    " and rank 1 sends them back (Irecv+Waitall on receipt): round trip / 2n, timed at rank 0"
-
-const struct cb_kernel cb_multipingpong_kernels[] = {
-    {"multipingpong.isend", PER_MESSAGE("MPI_Isend+MPI_Waitall"), 2, multi_isend, check_counts, 0, message_slots},
-    {"multipingpong.send", PER_MESSAGE("MPI_Send"), 2, multi_send, check_counts, 0, message_slots},
-    {"multipingpong.issend", PER_MESSAGE("MPI_Issend+MPI_Waitall"), 2, multi_issend, check_counts, 0, message_slots},
-    {"multipingpong.ssend", PER_MESSAGE("MPI_Ssend"), 2, multi_ssend, check_counts, 0, message_slots},
-    {"pieces",
-     "half round trip of `size` bytes sent as k pieces (--pieces) with MPI_Isend+MPI_Waitall and back, timed at rank 0",
-     2, pieces, check_counts, 0, piece_slots},
-    {0},
-};

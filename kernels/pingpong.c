@@ -5,7 +5,7 @@
 #include "patterns.h"
 
 #define PINGPONG(fn, send, recv)                                                        \
-    static double fn(struct cb_context *ctx, size_t size, long iterations)             \
+    double fn(struct cb_context *ctx, size_t size, long iterations)                    \
     {                                                                                   \
         if (ctx->rank > 1) return 2;                                                    \
         return cb_pingpong(ctx, size, iterations, 1 - ctx->rank, ctx->rank == 0, send, recv); \
@@ -21,7 +21,7 @@ PINGPONG(pingpong_anysource, CB_SEND, CB_ANY_SOURCE)
 PINGPONG(pingpong_bsend, CB_BSEND, CB_RECV)
 
 /* MPI_Bsend needs a buffer attached, outside the timed loop. */
-static const char *attach_bsend_buffer(struct cb_context *ctx, size_t max_size)
+const char *attach_bsend_buffer(struct cb_context *ctx, size_t max_size)
 {
     int bytes = (int)max_size + MPI_BSEND_OVERHEAD;
     if (max_size > (size_t)(1 << 30)) return "pingpong.bsend: messages above 1 GiB cannot be buffered";
@@ -31,7 +31,7 @@ static const char *attach_bsend_buffer(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-static void detach_bsend_buffer(struct cb_context *ctx)
+void detach_bsend_buffer(struct cb_context *ctx)
 {
     void *buffer;
     int bytes;
@@ -39,18 +39,3 @@ static void detach_bsend_buffer(struct cb_context *ctx)
     free(ctx->state);
     ctx->state = NULL;
 }
-
-#define HALF_ROUND_TRIP(calls) "half round trip of " calls " between ranks 0 and 1, timed at rank 0"
-
-const struct cb_kernel cb_pingpong_kernels[] = {
-    {"pingpong.send", HALF_ROUND_TRIP("MPI_Send/MPI_Recv"), 2, pingpong_send, 0, 0, 0},
-    {"pingpong.ssend", HALF_ROUND_TRIP("MPI_Ssend/MPI_Recv"), 2, pingpong_ssend, 0, 0, 0},
-    {"pingpong.isend", HALF_ROUND_TRIP("MPI_Isend+MPI_Wait/MPI_Recv"), 2, pingpong_isend, 0, 0, 0},
-    {"pingpong.irecv", HALF_ROUND_TRIP("MPI_Send/MPI_Irecv+MPI_Wait"), 2, pingpong_irecv, 0, 0, 0},
-    {"pingpong.iprobe", HALF_ROUND_TRIP("MPI_Send/MPI_Iprobe until found, then MPI_Recv"), 2, pingpong_iprobe, 0, 0, 0},
-    {"pingpong.anytag", HALF_ROUND_TRIP("MPI_Send/MPI_Recv with MPI_ANY_TAG"), 2, pingpong_anytag, 0, 0, 0},
-    {"pingpong.anysource", HALF_ROUND_TRIP("MPI_Send/MPI_Recv with MPI_ANY_SOURCE"), 2, pingpong_anysource, 0, 0, 0},
-    {"pingpong.bsend", HALF_ROUND_TRIP("MPI_Bsend (buffer attached once)/MPI_Recv"), 2, pingpong_bsend,
-     attach_bsend_buffer, detach_bsend_buffer, 0},
-    {0},
-};

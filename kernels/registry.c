@@ -1,31 +1,157 @@
-/* The kernels this binary knows, one table per family (NULL: the family was not built). */
-#include <stdio.h>
+/* The kernels this binary knows: kernels/catalogue.def made into a table, and the ways to read it.
+ *
+ * A kernel's functions are weak references: a family whose source was not built (the catalogue tool,
+ * a library whose mpi.h lacks the calls, a family that did not compile against it) leaves them NULL,
+ * and the kernel is described but not available. No MPI here (see harness/catalogue.h). */
+#include <stdlib.h>
 #include <string.h>
 
-#include "harness/harness.h"
+#include "harness/catalogue.h"
 
-static const struct cb_kernel *const families[] = {
-    cb_pingpong_kernels, cb_twoway_kernels,   cb_stream_kernels, cb_rma_kernels,     cb_multipair_kernels,
-    cb_multipingpong_kernels, cb_ring_kernels, cb_halo_kernels,   cb_baseline_kernels, cb_collective_kernels,
-    cb_io_kernels,            cb_thread_kernels,
+/* Every function the catalogue names, declared weak; no_setup and no_teardown are never defined. */
+#define KERNEL(run_fn, setup_fn, teardown_fn, ...)                   \
+    extern cb_run_fn run_fn __attribute__((weak));                   \
+    extern cb_setup_fn setup_fn __attribute__((weak));               \
+    extern cb_teardown_fn teardown_fn __attribute__((weak));
+#include "catalogue.def"
+#undef KERNEL
+
+#define KERNEL(run_fn, setup_fn, teardown_fn, ...) {.run = run_fn, .setup = setup_fn, .teardown = teardown_fn, __VA_ARGS__},
+const struct cb_kernel cb_kernels[] = {
+#include "catalogue.def"
+    {0},
 };
+#undef KERNEL
 
 const struct cb_kernel *cb_find_kernel(const char *name)
 {
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-        for (const struct cb_kernel *k = families[f]; k && k->name; k++)
-            if (strcmp(k->name, name) == 0) return k;
+    for (const struct cb_kernel *k = cb_kernels; k->name; k++)
+        if (strcmp(k->name, name) == 0) return k;
     return NULL;
 }
 
-void cb_list_kernels(void)
+/* Edit distance between two short strings (kernel names are under 64 characters). */
+static size_t distance(const char *a, const char *b)
 {
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-        for (const struct cb_kernel *k = families[f]; k && k->name; k++) {
-            printf("{\"kernel\":");
-            cb_json_string(stdout, k->name);
-            printf(",\"min_ranks\":%d,\"metric\":", k->min_ranks);
-            cb_json_string(stdout, k->metric);
-            printf("}\n");
+    size_t n = strlen(b), row[65], i, j;
+    if (strlen(a) > 64 || n > 64) return (size_t)-1;
+    for (j = 0; j <= n; j++) row[j] = j;
+    for (i = 1; a[i - 1]; i++) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (j = 1; j <= n; j++) {
+            size_t above = row[j];
+            size_t best = diagonal + (a[i - 1] != b[j - 1]);
+            if (row[j] + 1 < best) best = row[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diagonal = above;
         }
+    }
+    return row[n];
+}
+
+const struct cb_kernel *cb_closest_kernel(const char *name)
+{
+    const struct cb_kernel *best = NULL;
+    size_t best_distance = (size_t)-1;
+    for (const struct cb_kernel *k = cb_kernels; k->name; k++) {
+        size_t d = distance(name, k->name);
+        if (d < best_distance) best_distance = d, best = k;
+    }
+    /* Close: a few edits, fewer than a third of the name. */
+    return best && best_distance <= 3 && 3 * best_distance <= strlen(name) ? best : NULL;
+}
+
+const char *cb_slots_name(enum cb_slots slots)
+{
+    static const char *const names[] = {"one", "window", "messages", "pieces", "ranks", "neighbours", "halo_blocks"};
+    return names[slots];
+}
+
+const char *cb_per_name(enum cb_per per)
+{
+    static const char *const names[] = {"once", "rank", "pair"};
+    return names[per];
+}
+
+void cb_list_kernels(FILE *out)
+{
+    size_t width = 0;
+    for (const struct cb_kernel *k = cb_kernels; k->name; k++)
+        if (strlen(k->name) > width) width = strlen(k->name);
+    for (const struct cb_kernel *k = cb_kernels; k->name; k++)
+        fprintf(out, "%-*s  %s\n", (int)width, k->name, k->metric);
+}
+
+/* A space-separated list (NULL: none) as a JSON array of strings. */
+static void json_words(FILE *out, const char *words)
+{
+    fputc('[', out);
+    const char *p = words ? words : "";
+    int first = 1;
+    while (*p) {
+        while (*p == ' ') p++;
+        size_t len = strcspn(p, " ");
+        if (len) {
+            char word[64];
+            snprintf(word, sizeof word, "%.*s", (int)len, p);
+            if (!first) fputc(',', out);
+            cb_json_string(out, word);
+            first = 0;
+        }
+        p += len;
+    }
+    fputc(']', out);
+}
+
+void cb_describe_kernel(FILE *out, const struct cb_kernel *k, int built_mpi_major, int built_mpi_minor)
+{
+    fputs("{\"kernel\":", out);
+    cb_json_string(out, k->name);
+    fputs(",\"family\":", out);
+    cb_json_string(out, k->family);
+    fputs(",\"source\":", out);
+    char source[128];
+    snprintf(source, sizeof source, "kernels/%s.c", k->family);
+    cb_json_string(out, source);
+    fputs(",\"metric\":", out);
+    cb_json_string(out, k->metric);
+    fprintf(out, ",\"min_ranks\":%d,\"bytes_moved\":{\"factor\":%g,\"per\":\"%s\"},\"slots\":\"%s\","
+                 "\"windowed\":%s,\"setup_memory\":\"%s\",\"scratch\":{\"factor\":%g,\"per\":\"%s\",\"files\":",
+            k->min_ranks, k->bytes_moved.factor > 0 ? k->bytes_moved.factor : 1.0,
+            cb_per_name(k->bytes_moved.per), cb_slots_name(k->slots),
+            k->slots == CB_SLOTS_WINDOW ? "true" : "false",
+            k->setup_memory == CB_SETUP_MEMORY_JACOBI_GRIDS ? "jacobi_grids" : "none",
+            k->scratch.factor, cb_per_name(k->scratch.per));
+    cb_json_string(out, k->scratch.files ? k->scratch.files : "");
+    fputs("},\"options\":", out);
+    json_words(out, k->options);
+    fputs(",\"tags\":", out);
+    json_words(out, k->tags);
+    fprintf(out, ",\"mpi_version\":\"%d.%d\"", k->mpi_major, k->mpi_minor);
+    if (built_mpi_major > 0) {
+        int new_enough = built_mpi_major > k->mpi_major
+                         || (built_mpi_major == k->mpi_major && built_mpi_minor >= k->mpi_minor);
+        fprintf(out, ",\"available\":%s", k->run ? "true" : "false");
+        if (!k->run) {
+            char why[256];
+            if (!new_enough)
+                snprintf(why, sizeof why, "needs MPI %d.%d; this library's mpi.h is MPI %d.%d", k->mpi_major,
+                         k->mpi_minor, built_mpi_major, built_mpi_minor);
+            else
+                snprintf(why, sizeof why, "kernels/%s.c was not built into this binary", k->family);
+            fputs(",\"unavailable\":", out);
+            cb_json_string(out, why);
+        }
+    }
+    fputc('}', out);
+}
+
+void cb_describe_kernels(FILE *out, int built_mpi_major, int built_mpi_minor)
+{
+    for (const struct cb_kernel *k = cb_kernels; k->name; k++) {
+        cb_describe_kernel(out, k, built_mpi_major, built_mpi_minor);
+        fputc('\n', out);
+    }
 }

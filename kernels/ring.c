@@ -32,16 +32,5 @@ static double ring(struct cb_context *ctx, size_t size, long iterations, int tog
     return 1;
 }
 
-static double ring_waitall2(struct cb_context *c, size_t s, long n) { return ring(c, s, n, 0); }
-static double ring_waitall4(struct cb_context *c, size_t s, long n) { return ring(c, s, n, 1); }
-static int two_slots(const struct cb_params *p, int nprocs) { (void)p; (void)nprocs; return 2; }
-
-const struct cb_kernel cb_ring_kernels[] = {
-    {"ring.waitall2",
-     "time per iteration of every rank sending to its right then its left neighbour (Irecv, Isend, Waitall(2), twice), at rank 0",
-     2, ring_waitall2, 0, 0, two_slots},
-    {"ring.waitall4",
-     "time per iteration of every rank exchanging with both neighbours at once (2 Irecv, 2 Isend, Waitall(4)), at rank 0",
-     2, ring_waitall4, 0, 0, two_slots},
-    {0},
-};
+double ring_waitall2(struct cb_context *c, size_t s, long n) { return ring(c, s, n, 0); }
+double ring_waitall4(struct cb_context *c, size_t s, long n) { return ring(c, s, n, 1); }

@@ -36,20 +36,20 @@ static const char *create_window(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-static const char *create_checked_window(struct cb_context *ctx, size_t max_size)
+const char *create_checked_window(struct cb_context *ctx, size_t max_size)
 {
     if (ctx->integrity && strcmp(ctx->params.sync, "fence") != 0)
         return "integrity mode needs --rma-sync fence: only then does the target know a put has landed";
     return create_window(ctx, max_size);
 }
 
-static const char *create_get_window(struct cb_context *ctx, size_t max_size)
+const char *create_get_window(struct cb_context *ctx, size_t max_size)
 {
     if (ctx->integrity) return "rma.get has no integrity mode: the target never learns what was read";
     return create_window(ctx, max_size);
 }
 
-static void free_window(struct cb_context *ctx)
+void free_window(struct cb_context *ctx)
 {
     if (rma.sync == FLUSH && ctx->rank == 0) MPI_Win_unlock_all(rma.win);
     if (rma.sync == FENCE) MPI_Win_fence(0, rma.win);
@@ -97,11 +97,11 @@ CB_INLINE double one_sided(struct cb_context *ctx, size_t size, long iterations,
     return window;
 }
 
-static double rma_put(struct cb_context *c, size_t s, long n) { return one_sided(c, s, n, PUT); }
-static double rma_get(struct cb_context *c, size_t s, long n) { return one_sided(c, s, n, GET); }
+double rma_put(struct cb_context *c, size_t s, long n) { return one_sided(c, s, n, PUT); }
+double rma_get(struct cb_context *c, size_t s, long n) { return one_sided(c, s, n, GET); }
 
 /* Each side puts into the other's window and waits for it (post-start-complete-wait). */
-static double rma_pingpong(struct cb_context *ctx, size_t size, long iterations)
+double rma_pingpong(struct cb_context *ctx, size_t size, long iterations)
 {
     if (ctx->rank > 1) return 2;
     int count = cb_count(ctx, size), peer = 1 - ctx->rank;
@@ -123,21 +123,8 @@ static double rma_pingpong(struct cb_context *ctx, size_t size, long iterations)
     return 2;
 }
 
-static const char *create_pscw_window(struct cb_context *ctx, size_t max_size)
+const char *create_pscw_window(struct cb_context *ctx, size_t max_size)
 {
     ctx->params.sync = "pscw";
     return create_window(ctx, max_size);
 }
-
-const struct cb_kernel cb_rma_kernels[] = {
-    {"rma.put",
-     "seconds per MPI_Put from rank 0 into rank 1's window, --window puts per synchronisation (--rma-sync), at rank 0",
-     2, rma_put, create_checked_window, free_window, cb_window_slots},
-    {"rma.get",
-     "seconds per MPI_Get by rank 0 from rank 1's window, --window gets per synchronisation (--rma-sync), at rank 0",
-     2, rma_get, create_get_window, free_window, cb_window_slots},
-    {"rma.pingpong",
-     "half round trip of puts each way, each side waiting for the other's (MPI_Win_post/start/complete/wait), at rank 0",
-     2, rma_pingpong, create_pscw_window, free_window, 0},
-    {0},
-};

@@ -29,7 +29,7 @@ static double report(struct cb_context *ctx, double raw, long iterations)
     return 0;
 }
 
-static const char *rank0_only(struct cb_context *ctx, size_t max_size)
+const char *rank0_only(struct cb_context *ctx, size_t max_size)
 {
     (void)max_size;
     return ctx->integrity ? "thread kernels have no integrity mode" : NULL;
@@ -58,7 +58,7 @@ static void *link_in_chain(void *arg)
     return NULL;
 }
 
-static double thread_create(struct cb_context *ctx, size_t size, long iterations)
+double thread_create(struct cb_context *ctx, size_t size, long iterations)
 {
     (void)size;
     if (ctx->rank != 0 || iterations == 0) return 1;
@@ -149,11 +149,11 @@ static double handoffs(struct cb_context *ctx, long iterations, enum handoff how
     return report(ctx, (p.ended - p.began) / (2.0 * (double)iterations), iterations);
 }
 
-static double thread_yield(struct cb_context *c, size_t s, long n) { (void)s; return handoffs(c, n, YIELD); }
-static double mutex_pingpong(struct cb_context *c, size_t s, long n) { (void)s; return handoffs(c, n, MUTEX); }
-static double cond_pingpong(struct cb_context *c, size_t s, long n) { (void)s; return handoffs(c, n, COND); }
+double thread_yield(struct cb_context *c, size_t s, long n) { (void)s; return handoffs(c, n, YIELD); }
+double mutex_pingpong(struct cb_context *c, size_t s, long n) { (void)s; return handoffs(c, n, MUTEX); }
+double cond_pingpong(struct cb_context *c, size_t s, long n) { (void)s; return handoffs(c, n, COND); }
 
-static double mutex_overhead(struct cb_context *ctx, size_t size, long iterations)
+double mutex_overhead(struct cb_context *ctx, size_t size, long iterations)
 {
     (void)size;
     if (ctx->rank != 0 || iterations == 0) return 1;
@@ -166,7 +166,7 @@ static double mutex_overhead(struct cb_context *ctx, size_t size, long iteration
     return report(ctx, (now(ctx) - t0) / (double)iterations, iterations);
 }
 
-static double cond_signal_overhead(struct cb_context *ctx, size_t size, long iterations)
+double cond_signal_overhead(struct cb_context *ctx, size_t size, long iterations)
 {
     (void)size;
     if (ctx->rank != 0 || iterations == 0) return 1;
@@ -175,21 +175,3 @@ static double cond_signal_overhead(struct cb_context *ctx, size_t size, long ite
     for (long i = 0; i < iterations; i++) pthread_cond_signal(&cond);
     return report(ctx, (now(ctx) - t0) / (double)iterations, iterations);
 }
-
-#define LESS_CALL ", raw, on rank 0 (corrected = time - subtracted_s, an empty function call; size is ignored)"
-
-const struct cb_kernel cb_thread_kernels[] = {
-    {"threads.create", "time per pthread_create when each thread creates the next" LESS_CALL,
-     1, thread_create, rank0_only, 0, 0},
-    {"threads.yield", "time per sched_yield of two threads bound to one CPU (a switch between them)" LESS_CALL,
-     1, thread_yield, rank0_only, 0, 0},
-    {"threads.mutex_pingpong", "time per hand-off between two threads taking turns under a mutex" LESS_CALL,
-     1, mutex_pingpong, rank0_only, 0, 0},
-    {"threads.cond_pingpong", "time per hand-off between two threads signalling a condition variable" LESS_CALL,
-     1, cond_pingpong, rank0_only, 0, 0},
-    {"threads.mutex_overhead", "time per uncontended pthread_mutex_lock + unlock pair" LESS_CALL,
-     1, mutex_overhead, rank0_only, 0, 0},
-    {"threads.cond_signal_overhead", "time per pthread_cond_signal with no waiter" LESS_CALL,
-     1, cond_signal_overhead, rank0_only, 0, 0},
-    {0},
-};

@@ -38,17 +38,7 @@ CB_INLINE double exchange(struct cb_context *ctx, size_t size, long iterations, 
     return 1;
 }
 
-static double pingping(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, PINGPING); }
-static double sendrecv(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, SENDRECV); }
-static double sendrecv_replace(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, SENDRECV_REPLACE); }
-static double isend_irecv(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, IRECV_ISEND); }
-
-#define BOTH_WAYS(calls) "time per iteration in which ranks 0 and 1 exchange one message each way with " calls ", timed at rank 0"
-
-const struct cb_kernel cb_twoway_kernels[] = {
-    {"pingping", BOTH_WAYS("MPI_Isend+MPI_Recv+MPI_Wait"), 2, pingping, 0, 0, 0},
-    {"exchange.sendrecv", BOTH_WAYS("MPI_Sendrecv"), 2, sendrecv, 0, 0, 0},
-    {"exchange.sendrecv_replace", BOTH_WAYS("MPI_Sendrecv_replace"), 2, sendrecv_replace, 0, 0, 0},
-    {"exchange.isend", BOTH_WAYS("MPI_Irecv+MPI_Isend+MPI_Waitall"), 2, isend_irecv, 0, 0, 0},
-    {0},
-};
+double pingping(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, PINGPING); }
+double sendrecv(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, SENDRECV); }
+double sendrecv_replace(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, SENDRECV_REPLACE); }
+double isend_irecv(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, IRECV_ISEND); }

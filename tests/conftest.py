@@ -55,12 +55,14 @@ def write_campaign(directory: Path, text: str, name: str = "c.yaml") -> Path:
 
 
 def campaign_error(directory: Path, text: str) -> str:
-    """The message a campaign file is refused with; it must begin with the file's path."""
+    """The message a campaign file is refused with, as `commbench validate` checks it (the schema, then
+    its kernels against the catalogue); it must begin with the file's path."""
     from commbench.campaign import CampaignError, load_campaign
+    from commbench.launch.preflight import check_kernels
 
     path = write_campaign(directory, text)
     with pytest.raises(CampaignError) as info:
-        load_campaign(path)
+        check_kernels(load_campaign(path))
     message = str(info.value)
     assert message.startswith(str(path)), message
     return message
@@ -93,8 +95,8 @@ def launch(workspace: Path, library: str, placement, kernel_args: list[str], tmp
     read back through the raw-file reader, as a campaign would."""
     import json as _json
 
-    from commbench.launcher import run_launch
-    from commbench.raw import read_raw
+    from commbench.launch.run import run_launch
+    from commbench.io.raw import read_raw
 
     installation = _json.loads((workspace / "build" / "envs" / library / "library.json").read_text())
     build = _json.loads((workspace / "build" / "kernels" / library / "build.json").read_text())

@@ -1,6 +1,6 @@
 """A real multi-node Slurm cluster on this host, for the tests marked `slurm`.
 
-The nodes are virtual nodes (commbench.vnodes): network namespaces behind a bridge,
+The nodes are virtual nodes (commbench.launch.vnodes): network namespaces behind a bridge,
 each with its own hostname, address and CPUs. One node has every CPU of the host
 (on-node placements of as many ranks as it has cores) and two split them (two-node
 placements, whose ranks must not share a core); the split nodes weigh less, so Slurm
@@ -42,7 +42,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from commbench import vnodes
+from commbench.launch import vnodes
 
 PARTITION = "debug"
 CLUSTER = "commbench"

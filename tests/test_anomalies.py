@@ -7,9 +7,9 @@ the curve was generated from; every curve has a fixed seed.
 import numpy as np
 import pytest
 
-import commbench.dataset  # noqa: F401  (registers ds.commbench)
-from commbench import anomalies
-from commbench import synthetic as syn
+import commbench.analysis  # noqa: F401  (registers ds.commbench)
+from commbench.analysis import anomalies
+from commbench.data import synthetic as syn
 
 from test_models import HEAVY, match_breakpoints, switch_sweep, true_first_sizes
 

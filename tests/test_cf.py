@@ -1,4 +1,4 @@
-"""A campaign dataset follows the CF conventions on disk (commbench.conventions), checked by the IOOS
+"""A campaign dataset follows the CF conventions on disk (commbench.io.conventions), checked by the IOOS
 compliance checker and by reading the file with netCDF4 alone, and reads back through open_campaign
 exactly as it was built; datasets written before still open."""
 
@@ -12,10 +12,11 @@ import pytest
 from cf_units import Unit
 from compliance_checker.runner import CheckSuite
 
-from commbench.collect import build_dataset, read_all, write_dataset
-from commbench.conventions import CONVENTIONS, STATUSES
-from commbench.dataset import open_campaign
-from commbench.raw import LAUNCH_STATUSES, read_raw
+from commbench.data.collect import build_dataset, read_all
+from commbench.io.netcdf import write_dataset
+from commbench.io.conventions import CONVENTIONS, STATUSES
+from commbench import open_campaign
+from commbench.io.raw import LAUNCH_STATUSES, read_raw
 from test_collect import BUILDS, LIBRARIES, campaign, complete, launch_record, write_raw
 
 # The checker orders a coordinate by subtracting neighbours, which text coordinates (library,

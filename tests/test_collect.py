@@ -7,10 +7,11 @@ import pytest
 import xarray as xr
 
 from commbench.campaign import validate_campaign, Campaign
-from commbench.collect import build_dataset, read_all, stream_raw, write_dataset
-from commbench.dataset import open_campaign
-from commbench.raw import RawFileError, read_raw
-from commbench.samples import POINT_DIMS
+from commbench.data.collect import build_dataset, read_all, stream_raw
+from commbench.io.netcdf import write_dataset
+from commbench import open_campaign
+from commbench.io.raw import RawFileError, read_raw
+from commbench.data.samples import POINT_DIMS
 
 CONFIG = {
     "campaign": "unit",

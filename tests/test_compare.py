@@ -1,4 +1,4 @@
-"""commbench.compare on synthetic curves whose differences are known, and the compare command."""
+"""commbench.analysis.compare on synthetic curves whose differences are known, and the compare command."""
 
 import json
 
@@ -7,8 +7,8 @@ import pytest
 import scipy.stats
 
 from commbench import cli
-from commbench import synthetic as syn
-from commbench.compare import (across, benjamini_hochberg, changed_ranges, describe_range,
+from commbench.data import synthetic as syn
+from commbench.analysis.compare import (across, benjamini_hochberg, changed_ranges, describe_range,
                                provenance_differences, verdict_counts)
 
 GRID = syn.powers_of_two(1, 2**20)                                     # 21 sizes

@@ -13,10 +13,12 @@ import xarray as xr
 from PIL import Image
 
 from commbench import cli
-from commbench import synthetic as syn
-from commbench.figures import MAX_PANELS, Comparison, ReportData, Skipped, comparison_panels, ratio_figures
-from commbench.report import build_with, comparison_sections, write_report
-from commbench.static import draw
+from commbench.data import synthetic as syn
+from commbench.report import Comparison, ReportData, Skipped, ratio_figures, write_report
+from commbench.report.backends import build_with
+from commbench.report.comparison_figures import MAX_PANELS, comparison_panels
+from commbench.report.comparison_sections import comparison_sections
+from commbench.report.static import draw
 
 from conftest import REPO, campaign_error
 

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from commbench import cli
-from commbench import synthetic as syn
-from commbench.collect import write_dataset
-from commbench.export import export, points_table
-from commbench.figures import ReportData
-from commbench.importers import import_files
+from commbench.data import synthetic as syn
+from commbench.io.netcdf import write_dataset
+from commbench.data.export import export, points_table
+from commbench.report import ReportData
+from commbench.data.imported import import_files
 
 OSU = Path(__file__).parent / "data" / "osu-7.4"
 KEYS = ["library", "placement", "kernel", "size", "launch"]
@@ -97,7 +97,7 @@ def test_the_format_follows_the_output_and_a_wrong_one_is_refused(tmp_path, caps
 @pytest.mark.mpi
 def test_exporting_a_campaign_dataset(workspace, tiny_campaign, tmp_path, capsys):
     """The tiny campaign (the quick campaign's libraries, placements and kernel at five sizes)."""
-    from commbench.dataset import open_campaign
+    from commbench import open_campaign
 
     dataset = workspace / "results" / "tiny" / "tiny.nc"
     output = tmp_path / "tiny.csv"

@@ -1,5 +1,5 @@
 """Real ground truth for the detectors: what a library setting or an emulated network is known
-to do, measured through the real launcher and found again by commbench.anomalies.
+to do, measured through the real launcher and found again by commbench.analysis.anomalies.
 
 (1) Open MPI over TCP sends messages up to btl_tcp_eager_limit eagerly and larger ones
     with a rendezvous: the protocol switch must move to the configured limit.
@@ -13,12 +13,12 @@ to do, measured through the real launcher and found again by commbench.anomalies
 import numpy as np
 import pytest
 
-from commbench import netem
-from commbench.compare import changed_ranges
-from commbench.anomalies import detect
-from commbench.launcher import Placement
-from commbench.models import fit_piecewise
-from commbench.synthetic import dataset_from_cubes
+from commbench.launch import netem
+from commbench.analysis.compare import changed_ranges
+from commbench.analysis.anomalies import detect
+from commbench.launch.placement import Placement
+from commbench.analysis.models import fit_piecewise
+from commbench.data.synthetic import dataset_from_cubes
 
 from conftest import launch
 

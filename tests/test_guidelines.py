@@ -8,9 +8,9 @@ that it breaks one guideline over a known size range and no other.
 
 import pytest
 
-import commbench.dataset  # noqa: F401  (registers ds.commbench)
-from commbench import guidelines
-from commbench import synthetic as syn
+import commbench.analysis  # noqa: F401  (registers ds.commbench)
+from commbench.analysis import guidelines
+from commbench.data import synthetic as syn
 
 from test_models import HEAVY
 

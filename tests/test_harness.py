@@ -146,9 +146,12 @@ def test_cache_rotation_alignment_and_datatype_are_recorded(workspace, built, tm
     assert proc.returncode != 0 and "multiple of its size" in proc.stderr
 
 
-def test_schema_knows_exactly_the_kernels_the_binary_has(workspace, built):
-    from commbench.campaign import known_kernels
+def test_a_build_describes_the_catalogue_and_has_every_kernel(workspace, built):
+    """The build's own --describe is the catalogue tool's (the one description of each kernel), and the
+    project's strict build against the newest libraries has every kernel."""
+    from commbench.launch.catalogue import catalogue, parse_description
 
     listed = json.loads((workspace / "build" / "kernels" / LIBRARIES[0] / "build.json").read_text())["kernels"]
-    assert sorted(k["kernel"] for k in listed) == sorted(known_kernels())
-    assert all(k["metric"] for k in listed)
+    described = parse_description("\n".join(json.dumps(k) for k in listed))
+    assert described == catalogue()
+    assert all(k["metric"] and k["available"] for k in listed)

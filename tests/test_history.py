@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from commbench import changepoints, cli
-from commbench import synthetic as syn
-from commbench.collect import archive_previous, write_dataset
-from commbench.history import change_points, change_table, open_history
+from commbench import cli
+from commbench.analysis import changepoints
+from commbench.data import synthetic as syn
+from commbench.io.archive import archive_previous
+from commbench.io.netcdf import write_dataset
+from commbench.analysis.history import change_points, change_table, open_history
 
 SIZES_PER_CURVE = 20
 

@@ -11,14 +11,16 @@ import numpy as np
 import pytest
 
 from commbench import cli
-from commbench import synthetic as syn
-from commbench.compare import across
-from commbench.dataset import open_campaign
-from commbench.figures import ReportData, library_comparison
-from commbench.importers import ImportFileError, import_files, read_osu, write
+from commbench.data import synthetic as syn
+from commbench.analysis.compare import across
+from commbench import open_campaign
+from commbench.report import ReportData
+from commbench.report.figures import library_comparison
+from commbench.data.imported import import_files, write
+from commbench.io.importers import ImportFileError, read_osu
 from commbench.interactive import append_to_campaign
-from commbench.report import build_with
-from commbench.samples import QUANTILES
+from commbench.report.backends import build_with
+from commbench.data.samples import QUANTILES
 
 DATA = Path(__file__).parent / "data"
 OSU = DATA / "osu-7.4"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from commbench.interactive import append_to_campaign, run, start_engines
-from commbench.launcher import Placement
+from commbench.launch.placement import Placement
 
 from conftest import LIBRARIES, launch
 
@@ -39,7 +39,7 @@ def _gone(pids, within_s=10.0) -> bool:
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_path, library):
     from commbench.campaign import Campaign, validate_campaign
-    from commbench.collect import build_dataset
+    from commbench.data.collect import build_dataset
 
     with start_engines(library, "1N2P", workspace, activate=False) as engines:
         assert [i["rank"] for i in engines.info] == [0, 1]

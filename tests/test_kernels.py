@@ -4,9 +4,9 @@ and the effects the reports rely on: eager limits, copy bounds, an emulated netw
 import numpy as np
 import pytest
 
-from commbench.campaign import known_kernels
-from commbench.launcher import Placement
-from commbench import netem
+from commbench.launch.catalogue import catalogue
+from commbench.launch.placement import Placement
+from commbench.launch import netem
 
 from conftest import LIBRARIES, launch
 
@@ -27,7 +27,7 @@ def quick(kernel, sizes="8,4096", *extra):
     return args + list(extra)
 
 
-@pytest.mark.parametrize("kernel", known_kernels())
+@pytest.mark.parametrize("kernel", list(catalogue()))
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_kernel_runs_and_gives_sane_values(workspace, built, tmp_path, library, kernel):
     placement = (Placement("1N4P", 1, 4) if kernel.startswith(FOUR_RANKS)

@@ -1,8 +1,9 @@
 import pytest
 
-from commbench.launcher import Placement, Unsupported, allocated_hosts, plan_launch, slurm_allocation
-from commbench.libraries import (LibrarySpecError, activation_script, detect_family, detect_launcher, detect_version,
-                                 load_spec, parse_controls, version_tuple)
+from commbench.launch.placement import Placement, allocated_hosts, slurm_allocation
+from commbench.launch.plan import Unsupported, plan_launch
+from commbench.launch.families import detect_family, detect_launcher, detect_version, parse_controls, version_tuple
+from commbench.launch.libraries import LibrarySpecError, activation_script, load_spec
 
 from conftest import REPO
 

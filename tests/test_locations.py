@@ -2,8 +2,8 @@
 
 import pytest
 
-from commbench import synthetic as syn
-from commbench.dataset import open_campaign
+from commbench.data import synthetic as syn
+from commbench import open_campaign
 
 
 def _write(path):

@@ -5,15 +5,15 @@ another way says so; a dataset that lacks a record says "not recorded" instead o
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from commbench import synthetic as syn
+from commbench.data import synthetic as syn
 from commbench.campaign import Campaign, validate_campaign
-from commbench.collect import build_dataset, read_all, write_dataset
-from commbench.dataset import open_campaign
-from commbench.launcher import Placement
-from commbench.methods import NOT_RECORDED, methods, methods_html, methods_markdown
+from commbench.data.collect import build_dataset, read_all
+from commbench.io.netcdf import write_dataset
+from commbench import open_campaign
+from commbench.launch.placement import Placement
+from commbench.report.methods import NOT_RECORDED, methods, methods_html, methods_markdown
 
 from conftest import launch
 

@@ -8,8 +8,8 @@ every curve has a fixed seed, so a failure reproduces.
 import numpy as np
 import pytest
 
-from commbench import models
-from commbench import synthetic as syn
+from commbench.analysis import models
+from commbench.data import synthetic as syn
 
 GRIDS = {
     "powers": syn.powers_of_two(1, 4 * 2**20),

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from commbench import netem, vnodes
-from commbench.launcher import Placement
+from commbench.launch import netem
+from commbench.launch import vnodes
+from commbench.launch.placement import Placement
 
 from conftest import LIBRARIES, launch
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from commbench import __version__
-from commbench.dataset import open_campaign
+from commbench import open_campaign
 from conftest import REPO
 
 PACKAGE = REPO / "src" / "commbench"
@@ -140,14 +140,14 @@ def test_declared_dependencies_cover_every_import_of_the_code_and_notebooks(whee
 
 
 def test_the_installed_package_uses_its_own_files_not_the_checkout(installed):
-    probe = ("import json, commbench, commbench.locations as loc, commbench.provenance as prov;"
+    probe = ("import json, commbench, commbench.locations as loc, commbench.launch.provenance as prov;"
              "print(json.dumps({'file': commbench.__file__, 'checkout': str(loc.CHECKOUT), 'root': str(loc.ROOT),"
              "'kernels_hash': prov.source_hash(), 'commit': prov.git_commit()}))")
     seen = json.loads(_run([installed["python"], "-c", probe], cwd=installed["venv"].parent,
                            env=installed["env"]).stdout)
     assert Path(seen["file"]).is_relative_to(installed["venv"]) and seen["checkout"] == "None"
     assert Path(seen["root"]).is_relative_to(installed["venv"])
-    from commbench.provenance import source_hash
+    from commbench.launch.provenance import source_hash
 
     assert seen["kernels_hash"] == source_hash()       # every kernel source came along, byte for byte
     assert seen["commit"] == "unknown"

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from commbench.progress import Progress, campaign_progress, format_duration, progress_line, raw_file_beside
+from commbench.launch.progress import Progress, campaign_progress, progress_line, raw_file_beside
+from commbench.units import format_duration
 
 from conftest import REPO
 

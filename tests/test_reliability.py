@@ -19,11 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from commbench.campaign import Campaign, load_campaign, validate_campaign
-from commbench.collect import build_dataset, failures, read_all, write_dataset
-from commbench.dataset import open_campaign
-from commbench.guards import ResourceError, check_resources, needs, resource_problems
-from commbench.launcher import Placement
-from commbench.raw import LAUNCH_STATUSES, RawFileError, read_raw
+from commbench.data.collect import build_dataset, read_all
+from commbench.data.failures import failures
+from commbench.io.netcdf import write_dataset
+from commbench import open_campaign
+from commbench.launch.preflight import ResourceError, check_resources, needs, resource_problems
+from commbench.launch.placement import Placement
+from commbench.io.raw import LAUNCH_STATUSES, RawFileError, read_raw
 
 from conftest import REPO, interruptible, launch, snakemake, workflow_command
 from conftest import campaign_error as refusal, write_campaign as write

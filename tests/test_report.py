@@ -11,9 +11,8 @@ import papermill
 import pytest
 from PIL import Image
 
-from commbench.dataset import open_campaign
-from commbench.figures import ReportData, Skipped, all_figures
-from commbench.report import write_report
+from commbench import open_campaign
+from commbench.report import ReportData, Skipped, all_figures, write_report
 
 from conftest import REPO
 
@@ -39,7 +38,7 @@ def test_notebook_runs_top_to_bottom(tiny, tmp_path, name, monkeypatch):
 
 
 def test_bandwidth_captions_say_how_the_window_was_posted():
-    from commbench import synthetic as syn
+    from commbench.data import synthetic as syn
 
     truth, grid = syn.GroundTruth(1e-6, 1e10), [1024, 2**20]
     ds = syn.campaign_dataset({("lib", "1N2P", kernel): syn.generate(grid, truth, n_samples=5, n_launches=1)

@@ -8,9 +8,10 @@ import time
 import pytest
 from PIL import Image
 
-from commbench import report
-from commbench.figures import MAX_CURVES, MAX_PANELS, ReportData
-from commbench.report import write_report
+from commbench.report import ReportData, write_report
+from commbench.report import pages as report_pages
+from commbench.report.comparison_figures import MAX_PANELS
+from commbench.report.plotting import MAX_CURVES
 
 from test_compare_report import two_libraries
 from test_report import RENDERED, _browser
@@ -24,8 +25,8 @@ VARIANTS = tuple(f"pingpong.send@v{n:02d}" for n in range(13))
 def broad(tmp_path_factory):
     directory = tmp_path_factory.mktemp("broad")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(report, "MAX_FIGURES_ONE_PAGE", 2)        # this campaign's figures do not fit one page
-        patch.setattr(report, "MAX_INTERACTIVE_PANELS", 14)     # the comparison's panels spend most of it
+        patch.setattr(report_pages, "MAX_FIGURES_ONE_PAGE", 2)        # this campaign's figures do not fit one page
+        patch.setattr(report_pages, "MAX_INTERACTIVE_PANELS", 14)     # the comparison's panels spend most of it
         manifest = write_report(ReportData(two_libraries(kernels=VARIANTS, placements=("1N2P", "2N1P"))), directory)
     return directory, manifest
 
@@ -102,12 +103,14 @@ def test_every_page_renders_in_headless_chromium(broad):
 
 def test_a_few_figures_of_many_panels_also_get_pages():
     """Three figures are few, but 40 panels each are more than one page holds."""
-    from commbench.figures import Figure
+    from commbench.report import Figure
 
     figures = [Figure("library-comparison-1N2P", "t", "c", None, panels=2, page=""),
-               Figure("variants-1N2P", "t", "c", None, panels=report.MAX_PANELS_ONE_PAGE // 2, page="point-to-point"),
-               Figure("variants-2N1P", "t", "c", None, panels=report.MAX_PANELS_ONE_PAGE // 2, page="point-to-point")]
-    assert list(report.figure_pages(figures[:2])) == [""]
-    pages = report.figure_pages(figures)
+               Figure("variants-1N2P", "t", "c", None, panels=report_pages.MAX_PANELS_ONE_PAGE // 2,
+                      page="point-to-point"),
+               Figure("variants-2N1P", "t", "c", None, panels=report_pages.MAX_PANELS_ONE_PAGE // 2,
+                      page="point-to-point")]
+    assert list(report_pages.figure_pages(figures[:2])) == [""]
+    pages = report_pages.figure_pages(figures)
     assert {page: [f.name for f in members] for page, members in pages.items()} == {
         "": ["library-comparison-1N2P"], "point-to-point": ["variants-1N2P", "variants-2N1P"]}

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commbench import vnodes
-from commbench.dataset import open_campaign
+from commbench.launch import vnodes
+from commbench import open_campaign
 
 from conftest import REPO, interruptible, snakemake, workflow_command
 

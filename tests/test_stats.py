@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from commbench import stats
+from commbench.analysis import stats
+from commbench.data import quantities
 
 
 def samples(values: np.ndarray) -> xr.DataArray:
@@ -15,23 +16,29 @@ def samples(values: np.ndarray) -> xr.DataArray:
                         attrs={"units": "s"})
 
 
+def summarized(time: xr.DataArray, **options) -> xr.Dataset:
+    """summarize_points of `time` (size, launch, sample) laid out as one curve of a collected campaign."""
+    from commbench.data import synthetic as syn
+
+    ds = syn.dataset_from_cubes({("lib", "1N2P", "pingpong.send"): (time["size"].values, time.values)})
+    return stats.summarize_points(ds, **options).sel(library="lib", placement="1N2P", kernel="pingpong.send")
+
+
 def test_location_statistics_on_exact_values():
     t = samples(np.array([[[1.0, 2, 3, 4, 100, np.nan], [5, 6, 7, 8, np.nan, np.nan]]]))
-    assert stats.median(t).item() == 5.0
-    assert stats.mean(t).item() == pytest.approx(136 / 9)
-    assert stats.minimum(t).item() == 1.0
-    # Quartiles of 1..8,100 are 3 and 7: the interquartile mean drops the outlier.
-    assert stats.interquartile_mean(t).item() == pytest.approx(np.mean([3, 4, 5, 6, 7]))
+    out = summarized(t, ci=False)
+    assert out["mean"].item() == pytest.approx(136 / 9)
+    assert out["min"].item() == 1.0
 
 
 def test_sample_bootstrap_covers_the_true_mean_about_95_percent():
     rng = np.random.default_rng(1)
     true_mean = 2e-6
     t = samples(rng.normal(true_mean, 0.2e-6, size=(300, 1, 200)))
-    ci = stats.bootstrap_ci(t, over="sample", n_boot=400)
-    covered = ((ci.sel(bound="low") <= true_mean) & (ci.sel(bound="high") >= true_mean)).mean().item()
+    ci = stats.bootstrap_mean_intervals(t.values.reshape(300, 200), 400, 0.95, np.random.default_rng(0))
+    covered = ((ci[:, 0] <= true_mean) & (ci[:, 1] >= true_mean)).mean()
     assert 0.90 <= covered <= 0.99, covered
-    width = (ci.sel(bound="high") - ci.sel(bound="low")).median().item()
+    width = np.median(ci[:, 1] - ci[:, 0])
     assert width == pytest.approx(2 * 1.96 * 0.2e-6 / np.sqrt(200), rel=0.15)
 
 
@@ -39,15 +46,16 @@ def test_launch_bootstrap_sees_variation_between_launches_that_samples_hide():
     rng = np.random.default_rng(2)
     offsets = np.array([0.0, 0.3e-6, -0.2e-6, 0.5e-6, -0.4e-6])[None, :, None]
     t = samples(1e-6 + offsets + rng.normal(0, 0.01e-6, size=(1, 5, 400)))
-    by_sample = stats.bootstrap_ci(t, over="sample").diff("bound").item()
-    by_launch = stats.bootstrap_ci(t, over="launch").diff("bound").item()
+    out = summarized(t)
+    by_sample = out["mean_ci_samples"].diff("bound").item()
+    by_launch = out["mean_ci_launches"].diff("bound").item()
     assert by_launch > 5 * by_sample
 
 
 def test_summary_broadcasts_and_keeps_nan_for_empty_points():
     t = samples(np.full((2, 2, 3), np.nan))
     t[0] = 1e-6
-    out = stats.summarize(t, t["size"], n_boot=50)
+    out = summarized(t, n_boot=50)
     assert out["median"].sel(size=1).item() == pytest.approx(1e-6)
     assert np.isnan(out["median"].sel(size=2).item()) and out["count"].sel(size=2).item() == 0
     assert out["bandwidth"].sel(size=1).item() == pytest.approx(1 / 1e-6)
@@ -55,13 +63,8 @@ def test_summary_broadcasts_and_keeps_nan_for_empty_points():
     assert np.isnan(out["mean_ci_launches"].sel(size=2)).all()
 
 
-def test_bootstrap_rejects_unknown_resampling():
-    with pytest.raises(ValueError, match="'sample' or 'launch'"):
-        stats.bootstrap_ci(samples(np.ones((1, 2, 2))), over="size")
-
-
 def test_batched_bootstrap_treats_each_row_alone_and_covers_the_mean():
-    from commbench.stats import bootstrap_mean_intervals
+    from commbench.analysis.stats import bootstrap_mean_intervals
 
     rng = np.random.default_rng(3)
     rows = rng.normal(10.0, 2.0, size=(500, 40))
@@ -80,18 +83,9 @@ def test_batched_bootstrap_treats_each_row_alone_and_covers_the_mean():
     assert abs(width / (2 * 1.96 * 2.0 / np.sqrt(40)) - 1) < 0.1
 
 
-def test_dense_summary_gives_pooled_percentiles_next_to_mean_and_median():
-    values = np.arange(1.0, 201.0).reshape(1, 2, 100) * 1e-6      # 1..200 us over two launches
-    out = stats.summarize(samples(values), ci=False)
-    pooled = values.ravel()
-    for name, q in stats.PERCENTILES.items():
-        assert out[name].item() == pytest.approx(np.quantile(pooled, q))
-    assert out["p50"].item() == out["median"].item()
-
-
 def synthetic_campaign(kernels, nprocs=None):
     """A campaign dataset of a few launches per kernel, heavy-tailed, with the ranks on its placement."""
-    from commbench import synthetic as syn
+    from commbench.data import synthetic as syn
 
     truth, grid = syn.GroundTruth(2e-6, 5e9), syn.powers_of_two(1, 2**20)
     curves = {("lib", "1N4P", kernel): syn.generate(grid, truth, syn.Noise(0.05, outlier_fraction=0.05),
@@ -107,7 +101,7 @@ def test_summary_percentiles_are_a_typical_launchs_as_the_median_is():
     ds = synthetic_campaign(["pingpong.send"])
     summary = ds.commbench.summary(ci=False).sel(library="lib", placement="1N4P", kernel="pingpong.send")
     samples = ds.commbench.samples(library="lib", placement="1N4P", kernel="pingpong.send").values
-    for name, q in stats.PERCENTILES.items():
+    for name, q in quantities.PERCENTILES.items():
         per_launch = np.nanquantile(samples, q, axis=2)
         np.testing.assert_allclose(summary[name].values, np.median(per_launch, axis=1), rtol=1e-12)
     np.testing.assert_allclose(summary["p50"].values, summary["median"].values, rtol=1e-12)
@@ -120,7 +114,7 @@ def test_bandwidth_counts_the_bytes_each_kernel_moves():
     one_way = summary["size"] / summary["median"]
     ratio = (summary["bandwidth"] / one_way).sel(library="lib", placement="1N4P").max("size")
     # Both directions for stream.bi and the exchanges (any variant), every pair (4 ranks: 2) for multipair.
-    assert ratio.values.tolist() == [2.0, 2.0, 1.0, 2.0] == [stats.bytes_factor(k, 4) for k in ratio["kernel"].values]
+    assert ratio.values.tolist() == [2.0, 2.0, 1.0, 2.0] == [quantities.bytes_factor(k, 4) for k in ratio["kernel"].values]
     # Without the ranks, a factor that needs them is unknown, not guessed.
     unknown = synthetic_campaign(["multipair.stream", "stream.bi"]).commbench.summary(ci=False)["bandwidth"]
     assert unknown.sel(kernel="multipair.stream").isnull().all() and unknown.sel(kernel="stream.bi").notnull().any()

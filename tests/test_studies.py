@@ -10,9 +10,10 @@ import holoviews as hv
 import pytest
 import yaml
 
-from commbench.dataset import open_campaign
-from commbench.figures import Figure, ReportData, all_figures, all_tables
-from commbench.report import build_with, save_static
+from commbench import open_campaign
+from commbench.report import Figure, ReportData, all_figures, all_tables
+from commbench.report.backends import build_with
+from commbench.report.static_copies import save_static
 from commbench.units import parse_size
 
 from conftest import REPO, snakemake

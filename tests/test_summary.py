@@ -6,10 +6,12 @@ kernels, run through the workflow."""
 
 import pytest
 
-from commbench import cli, models
-from commbench import synthetic as syn
-from commbench.dataset import open_campaign
-from commbench.figures import ReportData, performance_table
+from commbench import cli
+from commbench.analysis import models
+from commbench.data import synthetic as syn
+from commbench import open_campaign
+from commbench.report import ReportData
+from commbench.report.tables import performance_table
 
 from conftest import snakemake, write_campaign
 

@@ -9,10 +9,11 @@ import textwrap
 
 import pytest
 
-from commbench.build import build_kernels
-from commbench.dataset import open_campaign
-from commbench.launcher import Placement, run_launch
-from commbench.provenance import KERNELS_DIR
+from commbench.launch.build import build_kernels
+from commbench import open_campaign
+from commbench.launch.placement import Placement
+from commbench.launch.run import run_launch
+from commbench.launch.provenance import KERNELS_DIR
 
 from conftest import LIBRARIES, snakemake
 

@@ -1,4 +1,4 @@
-"""Virtual nodes (commbench.vnodes): hosts of their own on one machine, launches on them through
+"""Virtual nodes (commbench.launch.vnodes): hosts of their own on one machine, launches on them through
 each library's own remote start, and nothing left behind however a launch ends."""
 
 import json
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from commbench import vnodes
-from commbench.launcher import Placement
+from commbench.launch import vnodes
+from commbench.launch.placement import Placement
 
 from conftest import LIBRARIES, campaign_error, launch
 
@@ -110,7 +110,7 @@ def test_each_node_is_a_host_of_its_own(can_make_vnodes):
 
 OWNER = textwrap.dedent("""
     import subprocess, time
-    from commbench import vnodes
+    from commbench.launch import vnodes
     with vnodes.virtual_cluster(2) as cluster:
         print(cluster.name, flush=True)
         subprocess.Popen(cluster.command_on("vnode1", ["sleep", "600"]))
@@ -191,7 +191,8 @@ def test_ranks_run_on_their_virtual_nodes_over_the_librarys_own_network_path(wor
 
 KILLED_LAUNCH = textwrap.dedent("""
     import json, sys
-    from commbench.launcher import Placement, run_launch
+    from commbench.launch.placement import Placement
+    from commbench.launch.run import run_launch
     a = json.loads(sys.argv[1])
     run_launch(installation=a["installation"], build=a["build"], kernel="pingpong.send",
                kernel_args=["pingpong.send", "--sizes", "1048576", "--min-samples", "100000",

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from commbench.dataset import open_campaign
+from commbench import open_campaign
 
 from conftest import LIBRARIES, SNAKEFILE, SNAKEMAKE, snakemake, workflow_command, write_campaign
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "options.h"
 
 struct size_list {
     size_t *items;

@@ -1,9 +1,9 @@
 """commbench: reproducible MPI communication benchmarks whose results land in xarray.
 
-The package imports nothing heavy by itself: every launch of a campaign starts a Python
-that imports `commbench.launcher`, and xarray alone would add most of a second to each.
-`open_campaign` and the accessor come from `commbench.dataset`, imported on first use;
-importing it (or calling `commbench.open_campaign`) registers `ds.commbench`.
+The package imports nothing heavy by itself: every launch of a campaign starts a Python that
+imports `commbench.launch`, and xarray alone would add most of a second to each. `open_campaign`
+(commbench.data.opening) and the `ds.commbench` accessor (commbench.analysis.accessor) are imported
+on first use; `commbench.open_campaign` registers the accessor before it opens a dataset.
 """
 
 # The one place the version is written: pyproject.toml reads it from here (a dynamic version).
@@ -14,7 +14,8 @@ __all__ = ["open_campaign", "CommbenchAccessor", "__version__"]
 
 def __getattr__(name: str):
     if name in ("open_campaign", "CommbenchAccessor"):
-        from . import dataset
+        from commbench.analysis import accessor
+        from commbench.data import opening
 
-        return getattr(dataset, name)
+        return accessor.CommbenchAccessor if name == "CommbenchAccessor" else opening.open_campaign
     raise AttributeError(f"module 'commbench' has no attribute {name!r}")

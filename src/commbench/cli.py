@@ -8,8 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .campaign import CampaignError, load_campaign
-from .guards import check_resources
+from commbench.campaign import CampaignError, load_campaign
 
 
 def _dataset_path(target: str) -> Path:
@@ -28,8 +27,8 @@ def summary(target: str, check: bool = False) -> int:
     at its largest the bandwidth, all as ds.commbench.summary() gives them (and so as the report)."""
     import numpy as np
 
-    from .dataset import open_campaign
-    from .units import format_size
+    from commbench import open_campaign
+    from commbench.units import format_size
 
     path = _dataset_path(target)
     ds = open_campaign(path)
@@ -85,8 +84,9 @@ def compare(baseline: str, candidate: str, mapping: list[str], min_effect: float
             fail_on: str | None, output: str | None) -> int:
     """Prints the changed size ranges of candidate against baseline (two datasets, or two campaign
     files), writes them to `output` (.csv or .json), and returns 1 when `fail_on` finds any."""
-    from .compare import across, changed_ranges, describe_range, provenance_differences, verdict_counts
-    from .dataset import open_campaign
+    from commbench.analysis.compare import across, changed_ranges, describe_range, provenance_differences, verdict_counts
+    from commbench import open_campaign
+    from commbench.io.tables import table_format, write_table
 
     pairs = {}
     for item in mapping:
@@ -105,7 +105,7 @@ def compare(baseline: str, candidate: str, mapping: list[str], min_effect: float
     result = across(base, cand, pairs, min_effect=min_effect, confidence=confidence)
     counts = verdict_counts(result)
     print(f"baseline:  {paths[0]}\ncandidate: {paths[1]}\nlibrary rows matched: {result.attrs['library_map']}")
-    print(f"cells: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n))
+    print("cells: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n))
     print(f"method: {result.attrs['method']}; {result.attrs['multiple_testing']}; changes below "
           f"{min_effect:.0%} are not reported")
     table = changed_ranges(result)
@@ -114,14 +114,7 @@ def compare(baseline: str, candidate: str, mapping: list[str], min_effect: float
     if table.empty:
         print("  no size range changed")
     if output:
-        path = Path(output)
-        if path.suffix == ".json":
-            table.to_json(path, orient="records", indent=1)
-        elif path.suffix == ".csv":
-            table.to_csv(path, index=False)
-        else:
-            raise ValueError(f"--output {output}: give a .csv or .json file")
-        print(f"table: {path}")
+        print(f"table: {write_table(table, output, table_format(output, ('csv', 'json')))}")
     wanted = {"regressed": ("regressed",), "improved": ("improved",), "changed": ("regressed", "improved")}
     if fail_on and table["verdict"].isin(wanted[fail_on]).any():
         print(f"commbench compare: {fail_on} cells found (--fail-on {fail_on})", file=sys.stderr)
@@ -132,10 +125,11 @@ def compare(baseline: str, candidate: str, mapping: list[str], min_effect: float
 def history(target: str, min_effect: float, output: str | None) -> int:
     """Prints, per curve, the size ranges whose time changed from one rerun of the campaign to a
     later one (results/<campaign>/history/ and the current dataset), and writes them to `output`."""
-    from .history import describe_change, history as find_changes
+    from commbench.analysis.history import describe_change, history as find_changes
+    from commbench.io.tables import table_format, write_table
 
-    if output and Path(output).suffix not in (".csv", ".json"):
-        raise ValueError(f"--output {output}: give a .csv or .json file")
+    if output:
+        table_format(output, ("csv", "json"))     # refused before any work
     result, table = find_changes(_dataset_path(target), min_effect=min_effect)
     reruns = result.sizes["rerun"]
     print(f"history: {reruns} rerun{'s' if reruns != 1 else ''}, oldest first")
@@ -151,11 +145,7 @@ def history(target: str, min_effect: float, output: str | None) -> int:
     if table.empty:
         print(f"  no change of {min_effect:.0%} or more")
     if output:
-        if output.endswith(".json"):
-            table.to_json(output, orient="records", indent=1)
-        else:
-            table.to_csv(output, index=False)
-        print(f"table: {output}")
+        print(f"table: {write_table(table, output, table_format(output, ('csv', 'json')))}")
     return 0
 
 
@@ -213,12 +203,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "validate":
+            from commbench.launch.catalogue import CatalogueError
+            from commbench.launch.preflight import check_campaign
+
             campaign = load_campaign(args.campaign)
-            check_resources(campaign)
+            try:
+                check_campaign(campaign)
+            except CatalogueError as error:
+                print(f"{args.campaign}: warning: kernels not checked: {error}", file=sys.stderr)
             print(f"{args.campaign}: ok, campaign {campaign.name!r}, {sum(1 for _ in campaign.runs())} launches")
             return 0
         if args.command == "report":
-            from .report import baseline_warnings, run_report_notebook
+            from commbench.report import baseline_warnings, run_report_notebook
 
             dataset = _dataset_path(args.target)
             baseline = _dataset_path(args.baseline) if args.baseline else None
@@ -232,18 +228,18 @@ def main(argv=None) -> int:
         if args.command == "history":
             return history(args.target, args.min_effect, args.output)
         if args.command == "export":
-            from .export import export
+            from commbench.data.export import export
 
             print(f"table: {export(_dataset_path(args.target), args.format, args.output)}")
             return 0
         if args.command.startswith("import-"):
-            from . import importers
+            from commbench.data import imported
 
-            ds = importers.import_files(args.files, args.command.removeprefix("import-"), args.library,
+            ds = imported.import_files(args.files, args.command.removeprefix("import-"), args.library,
                                         args.placement, getattr(args, "kernel", None), args.nodes, args.ppn,
                                         name=Path(args.output).stem)
-            print("\n".join(importers.describe(ds)))
-            print(f"dataset: {importers.write(ds, args.output)}")
+            print("\n".join(imported.describe(ds)))
+            print(f"dataset: {imported.write(ds, args.output)}")
             return 0
         return summary(args.target, check=args.check)
     except (CampaignError, FileNotFoundError, ValueError) as error:

@@ -12,6 +12,7 @@ rule build_kernels:
         record=BUILD / "kernels" / "{mpi}" / "build.json",
     params:
         strict=lambda w: w.mpi in STRICT_BUILD,
+        kernels_dir=str(KERNELS),
         retry=lambda w: retry_token(build_record(w.mpi)),
     log:
         BUILD / "kernels" / "{mpi}" / "build.log",

@@ -5,11 +5,12 @@ from pathlib import Path
 import yaml
 from snakemake.utils import update_config
 
-from commbench.build import retry_token, strict_installations
-from commbench.campaign import (WORKFLOW_OPTIONS, CampaignError, campaign_from_config, describe_overrides,
-                                read_overrides)
-from commbench.guards import check_resources
-from commbench.provenance import KERNELS_DIR
+from commbench.launch.build import retry_token, strict_installations
+from commbench.campaign import WORKFLOW_OPTIONS, CampaignError, campaign_from_config, describe_overrides, read_overrides
+from commbench.io.raw import read_launch_record
+from commbench.launch.catalogue import CatalogueError
+from commbench.launch.preflight import check_campaign
+from commbench.launch.provenance import KERNELS_DIR
 
 DEFAULT_CAMPAIGN = REPOSITORY / "config" / "campaigns" / "quick.yaml"
 
@@ -36,14 +37,20 @@ _overrides = {} if AS_MODULE else read_overrides(
 if _overrides:
     update_config(config, _overrides)
     CAMPAIGN_SOURCE += " with " + describe_overrides(_overrides)
+# The kernel sources every library is built from (`--config kernels_dir=...`: a site's own copy).
+KERNELS = Path(config.get("kernels_dir", KERNELS_DIR)).resolve()
 try:
     CAMPAIGN = campaign_from_config(config, CAMPAIGN_SOURCE)
-    # Before any job: a size no launch could allocate, or I/O the scratch disk cannot hold. Only
-    # where launches run on this host: a cluster's nodes are not the login node.
-    if workflow.local_exec and not workflow.remote_exec and str(config.get("resource_checks", True)).lower() != "false":
-        check_resources(CAMPAIGN)
+    # Before any job: kernels the catalogue does not know, options the harness refuses and, only where
+    # launches run on this host (a cluster's nodes are not the login node), a size no launch could
+    # allocate or I/O the scratch disk cannot hold.
+    if not workflow.remote_exec:
+        check_campaign(CAMPAIGN, kernels_dir=KERNELS, resources=workflow.local_exec
+                       and str(config.get("resource_checks", True)).lower() != "false")
 except CampaignError as error:
     raise WorkflowError(str(error)) from None
+except CatalogueError as error:
+    raise WorkflowError(f"{CAMPAIGN_SOURCE}: the kernel catalogue cannot be read: {error}") from None
 
 # MPI environments and kernel builds depend only on the library, not on the
 # campaign, so every campaign shares them. `--config build_dir=...` moves them.
@@ -54,7 +61,7 @@ STRICT_BUILD = strict_installations(config.get("strict_build", False), CAMPAIGN.
 
 RESULTS = Path("results") / CAMPAIGN.name
 DATASET = RESULTS / f"{CAMPAIGN.name}.nc"
-KERNEL_SOURCES = sorted(str(p) for p in KERNELS_DIR.rglob("*") if p.is_file())
+KERNEL_SOURCES = sorted(str(p) for p in KERNELS.rglob("*") if p.is_file())
 
 NAME = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
 
@@ -101,12 +108,8 @@ def _launches_overwritten():
     changed = []
     for run in CAMPAIGN.runs():
         path = raw_file(*run)
-        try:
-            with open(path) as raw:
-                record = json.loads(raw.readline())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(record, dict) or record.get("status") != "ok" or "settings" not in record:
+        record = read_launch_record(path)
+        if record is None or record.get("status") != "ok" or "settings" not in record:
             continue
         differences = CAMPAIGN.changed_settings(*run, recorded=record["settings"])
         if differences:

@@ -3,7 +3,8 @@ import sys
 # The analysis environment runs the report (papermill, hvPlot): the Python running Snakemake.
 PYTHON = sys.executable
 REPORT_NOTEBOOK = REPOSITORY / "notebooks" / "04-report.ipynb"
-REPORT_CODE = [REPOSITORY / "src" / "commbench" / name for name in ("figures.py", "report.py")]
+# The report is redrawn when the code that draws it changes.
+REPORT_CODE = sorted((REPOSITORY / "src" / "commbench" / "report").rglob("*.py"))
 
 
 rule report:

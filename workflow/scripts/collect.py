@@ -4,7 +4,9 @@ import json
 from pathlib import Path
 
 from commbench.campaign import campaign_from_config
-from commbench.collect import build_dataset, failures, stream_raw, write_dataset, write_failures
+from commbench.data.collect import build_dataset, stream_raw
+from commbench.data.failures import failures, write_failures
+from commbench.io.netcdf import write_dataset
 
 # The campaign as the workflow has it (workflow/rules/common.smk): the file with any --config overrides.
 campaign = campaign_from_config(snakemake.config, snakemake.params.campaign_file)

@@ -5,8 +5,9 @@ import sys
 from pathlib import Path
 
 from commbench.campaign import campaign_from_config
-from commbench.launcher import Placement, run_launch
-from commbench.progress import campaign_progress, progress_line
+from commbench.launch.placement import Placement
+from commbench.launch.run import run_launch
+from commbench.launch.progress import campaign_progress, progress_line
 
 # Snakemake stops jobs with SIGTERM: end the launch's processes on the way out, not leave them running.
 signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))

@@ -1,0 +1,88 @@
+/* Sizing and laying out message buffers (see buffers.h); no MPI. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buffers.h"
+
+static size_t page_round(size_t bytes)
+{
+    return bytes ? (bytes + CB_PAGE - 1) / CB_PAGE * CB_PAGE : CB_PAGE;
+}
+
+static double per(enum cb_per what, int nprocs)
+{
+    return what == CB_PER_RANK ? (double)nprocs : what == CB_PER_PAIR ? (double)(nprocs / 2) : 1.0;
+}
+
+int cb_kernel_slots(const struct cb_kernel *kernel, const struct cb_params *params, int nprocs)
+{
+    switch (kernel->slots) {
+    case CB_SLOTS_WINDOW: return params->distinct_window ? params->window : 1;
+    case CB_SLOTS_MESSAGES: return params->messages;
+    case CB_SLOTS_PIECES: return params->pieces;
+    case CB_SLOTS_RANKS: return nprocs;
+    case CB_SLOTS_NEIGHBOURS: return 2;
+    case CB_SLOTS_HALO_BLOCKS: return 27;
+    case CB_SLOTS_ONE: break;
+    }
+    return 1;
+}
+
+size_t cb_last_level_cache_bytes(void)
+{
+    long bytes = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (bytes <= 0) bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return bytes > 0 ? (size_t)bytes : (size_t)32 << 20;
+}
+
+size_t cb_buffer_bytes(const struct cb_kernel *kernel, const struct cb_options *o, size_t largest, int nprocs)
+{
+    size_t bytes = page_round(largest) * (size_t)cb_kernel_slots(kernel, &o->params, nprocs);
+    if (strcmp(o->cache_mode, "rotate") == 0) {
+        size_t wanted = o->cache_bytes ? o->cache_bytes : 2 * cb_last_level_cache_bytes();
+        bytes = wanted > 2 * bytes ? wanted : 2 * bytes;
+    }
+    return bytes;
+}
+
+size_t cb_setup_bytes(const struct cb_kernel *kernel, size_t largest)
+{
+    /* halo.jacobi2d's set-up: the grid and the next one */
+    return kernel->setup_memory == CB_SETUP_MEMORY_JACOBI_GRIDS ? 2 * cb_jacobi_grid_cells(largest) * sizeof(double) : 0;
+}
+
+size_t cb_memory_per_rank(const struct cb_kernel *kernel, const struct cb_options *o, size_t largest, int nprocs)
+{
+    return 2 * (cb_buffer_bytes(kernel, o, largest, nprocs) + o->align + CB_PAGE) + cb_setup_bytes(kernel, largest);
+}
+
+size_t cb_scratch_bytes(const struct cb_kernel *kernel, size_t largest, int nprocs)
+{
+    return (size_t)(kernel->scratch.factor * per(kernel->scratch.per, nprocs) * (double)largest);
+}
+
+int cb_allocate(struct cb_buffer *b, size_t bytes, size_t align)
+{
+    b->align = align;
+    b->slots = 1;
+    b->stride = 0;
+    b->bytes = bytes + align + CB_PAGE;
+    if (posix_memalign((void **)&b->base, CB_PAGE, b->bytes)) return -1;
+    memset(b->base, 0, b->bytes);
+    return 0;
+}
+
+void cb_lay_out(struct cb_buffer *b, const struct cb_options *o, size_t size, int kernel_slots)
+{
+    size_t usable = b->bytes - b->align - CB_PAGE;
+    b->stride = page_round(size);
+    b->slots = kernel_slots;
+    b->cursor = 0;
+    if (strcmp(o->cache_mode, "rotate") == 0 && (long)(usable / b->stride) > b->slots)
+        b->slots = (long)(usable / b->stride);
+}

@@ -1,0 +1,90 @@
+/* What a kernel is: its description (kernels/catalogue.def) and its code.
+ *
+ * The description is the one place that says what a kernel measures and needs; everything else
+ * reads it: the harness (buffers, ranks), `commbench-kernels --describe` and the catalogue tool
+ * (kernels/harness/catalogue_tool.c), from whose JSON the Python package learns the kernels.
+ * No MPI here: the catalogue tool compiles with any C compiler, before any MPI library is built. */
+#ifndef COMMBENCH_CATALOGUE_H
+#define COMMBENCH_CATALOGUE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+struct cb_context;   /* the harness's (harness.h): kernels see it, the catalogue only points at it */
+
+/* Runs `iterations` repetitions of the pattern with messages of `size` bytes and returns how many
+ * units of its metric one iteration holds: 2 for a ping-pong (a round trip reported as its half),
+ * the window for a stream (per message). */
+typedef double cb_run_fn(struct cb_context *ctx, size_t size, long iterations);
+/* Outside any timing: prepare for messages up to max_size; a non-NULL return is an error message. */
+typedef const char *cb_setup_fn(struct cb_context *ctx, size_t max_size);
+typedef void cb_teardown_fn(struct cb_context *ctx);
+
+/* What a count is multiplied by: once, by the ranks, or by the pairs of ranks. */
+enum cb_per { CB_ONCE, CB_PER_RANK, CB_PER_PAIR };
+
+/* Message buffers one iteration uses, each of the largest size (page rounded). */
+enum cb_slots {
+    CB_SLOTS_ONE,         /* one message at a time */
+    CB_SLOTS_WINDOW,      /* a window of messages in flight (--window, on one buffer or one each) */
+    CB_SLOTS_MESSAGES,    /* --messages messages each way */
+    CB_SLOTS_PIECES,      /* --pieces pieces of one message */
+    CB_SLOTS_RANKS,       /* a block per rank (collectives) */
+    CB_SLOTS_NEIGHBOURS,  /* one per ring neighbour (2) */
+    CB_SLOTS_HALO_BLOCKS  /* a 3x3x3 block with its halo (MPI-IO's file types: 27) */
+};
+
+/* Memory a kernel's set-up allocates besides the message buffers. */
+enum cb_setup_memory { CB_SETUP_MEMORY_NONE, CB_SETUP_MEMORY_JACOBI_GRIDS };
+
+struct cb_kernel {
+    const char *name;     /* campaign key, e.g. "pingpong.send" */
+    const char *family;   /* the kernels/<family>.c that holds its code */
+    const char *metric;   /* one line: what one sample's time means */
+    int min_ranks;
+    /* Bytes the kernel moves per unit of its metric, in message sizes: bandwidth = factor x size x
+     * (1, ranks or pairs) / time. A factor of 0 (not given) is 1: one message of the size. */
+    struct { double factor; enum cb_per per; } bytes_moved;
+    enum cb_slots slots;
+    enum cb_setup_memory setup_memory;
+    /* Scratch disk of the largest size a launch fills (io kernels): factor x size x (1 or ranks), and
+     * what those files are, with {ranks} and {size} in place of the numbers. */
+    struct { double factor; enum cb_per per; const char *files; } scratch;
+    const char *options;  /* the kernel options (--help) it reads, separated by spaces (NULL: none) */
+    const char *tags;     /* what the report groups it with, separated by spaces (NULL: none) */
+    int mpi_major, mpi_minor;   /* the MPI version its calls need (0: any) */
+    /* Its code, in kernels/<family>.c; NULL where the family was not built (the catalogue tool, or a
+     * library whose mpi.h is older than mpi_major.mpi_minor or that the family did not compile with). */
+    cb_run_fn *run;
+    cb_setup_fn *setup;
+    cb_teardown_fn *teardown;
+};
+
+/* Every kernel, in catalogue order, ended by an entry whose name is NULL. */
+extern const struct cb_kernel cb_kernels[];
+
+const struct cb_kernel *cb_find_kernel(const char *name);
+/* The known kernel whose name is closest to `name` (a did-you-mean), or NULL when none is close. */
+const struct cb_kernel *cb_closest_kernel(const char *name);
+/* One line per kernel, its name and metric (--list), or JSON Lines (--list --json / --describe). */
+void cb_list_kernels(FILE *out);
+/* The catalogue as JSON Lines, one object per kernel. `built_mpi_major` > 0 adds, for a build against
+ * an MPI of that version, whether each kernel is available in it and why not. */
+void cb_describe_kernels(FILE *out, int built_mpi_major, int built_mpi_minor);
+/* One kernel's description as a JSON object (no newline), as in --describe. */
+void cb_describe_kernel(FILE *out, const struct cb_kernel *kernel, int built_mpi_major, int built_mpi_minor);
+
+const char *cb_slots_name(enum cb_slots slots);
+const char *cb_per_name(enum cb_per per);
+
+/* halo.jacobi2d's grid: (n + 2)^2 doubles with a one-cell halo, n = max_size / 8. */
+static inline size_t cb_jacobi_grid_cells(size_t max_size)
+{
+    size_t n = max_size / sizeof(double);
+    return (n + 2) * (n + 2);
+}
+
+/* JSON string literal of `text` (json.c). */
+void cb_json_string(FILE *out, const char *text);
+
+#endif

@@ -1,0 +1,133 @@
+/* Measuring: the timer's resolution, the harness's own overhead, calibrating a sample's
+ * iterations, and sampling one size until the stopping rule says enough. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "harness.h"
+#include "stopping.h"
+
+#define MAX_ITERATIONS_PER_SAMPLE 100000000L
+
+/* Smallest nonzero step the timer shows. */
+double cb_timer_resolution(enum cb_timer timer)
+{
+    double best = INFINITY;
+    for (int i = 0; i < 1000; i++) {
+        double t0 = cb_now(timer), t1;
+        while ((t1 = cb_now(timer)) == t0) {}
+        if (t1 - t0 < best) best = t1 - t0;
+    }
+    return best;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* What the timed region costs with nothing in it: the median of up to 1001 empty samples.
+ * Fewer when barriers are slow (ranks oversubscribed on cores take milliseconds each): past
+ * a time budget rank 0 stops, between batches and for every rank, so all call the same
+ * number of barriers. */
+double cb_harness_overhead(const struct cb_kernel *kernel, struct cb_context *ctx, enum cb_timer timer)
+{
+    enum { N = 1001, BATCH = 25 };
+    const double budget_s = 0.2;
+    static double t[N];
+    double since = cb_now(timer);
+    int n = 0, more = 1;
+    while (more) {
+        for (int j = 0; j < BATCH && n < N; j++, n++) {
+            MPI_Barrier(ctx->comm);
+            double t0 = cb_now(timer);
+            (void)kernel->run(ctx, 0, 0);
+            t[n] = cb_now(timer) - t0;
+        }
+        more = n < N && cb_now(timer) - since < budget_s;
+        MPI_Bcast(&more, 1, MPI_INT, 0, ctx->comm);
+    }
+    qsort(t, (size_t)n, sizeof t[0], compare_doubles);
+    return t[n / 2];
+}
+
+/* One timed batch; every rank takes part, rank 0's elapsed time is returned and
+ * *units set to how many units of the kernel's metric one iteration holds. */
+static double timed_batch(const struct cb_kernel *kernel, struct cb_context *ctx,
+                          size_t size, long iterations, enum cb_timer timer, double *units)
+{
+    MPI_Barrier(ctx->comm);
+    double t0 = cb_now(timer);
+    double per_iteration = kernel->run(ctx, size, iterations);
+    double elapsed = cb_now(timer) - t0;
+    if (units) *units = per_iteration;
+    /* Every rank ran the same iterations, so every rank's cursors stay in step. */
+    ctx->send.cursor = (ctx->send.cursor + iterations * ctx->slots_per_iteration) % ctx->send.slots;
+    ctx->recv.cursor = (ctx->recv.cursor + iterations * ctx->slots_per_iteration) % ctx->recv.slots;
+    return elapsed;
+}
+
+/* Iterations per sample so that one sample lasts at least `target` seconds.
+ * Two batches in a row must reach it: a first batch that is slow only because
+ * it ran cold would otherwise leave every later sample too short. */
+static long calibrate(const struct cb_kernel *kernel, struct cb_context *ctx,
+                      size_t size, double target, enum cb_timer timer)
+{
+    long decision[2] = {1, 0}; /* iterations, done */
+    int reached_once = 0;
+    while (!decision[1]) {
+        long n = decision[0];
+        double units, elapsed = timed_batch(kernel, ctx, size, n, timer, &units);
+        /* A kernel that times itself may spend more around its timed part (starting
+         * threads, measuring acknowledgements): calibrate on what it timed. */
+        if (units == 0) elapsed = ctx->measured * (double)n;
+        if (ctx->rank == 0) {
+            if (elapsed >= target || n >= MAX_ITERATIONS_PER_SAMPLE) {
+                decision[1] = reached_once;
+                reached_once = 1;
+            } else {
+                reached_once = 0;
+                /* Aim 20% past the target, growing at most 16x per round. */
+                double want = elapsed > 0 ? ceil(1.2 * (double)n * target / elapsed) : 16.0 * (double)n;
+                long next = want > 16.0 * (double)n ? n * 16 : (long)want;
+                decision[0] = next > n ? next : n + 1;
+                if (decision[0] > MAX_ITERATIONS_PER_SAMPLE) decision[0] = MAX_ITERATIONS_PER_SAMPLE;
+            }
+        }
+        MPI_Bcast(decision, 2, MPI_LONG, 0, ctx->comm);
+    }
+    return decision[0];
+}
+
+/* Samples one size until the mean is known to the target precision, the sample
+ * limit is reached, or the time cap for one size is spent. Collective; `point` is filled on rank 0,
+ * its samples in `samples` (room for --max-samples). */
+void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel, struct cb_context *ctx,
+                     size_t size, double min_sample_time, double *samples, struct cb_point *point)
+{
+    ctx->errors = 0;
+    if (o->warmup) timed_batch(kernel, ctx, size, o->warmup, o->timer, NULL);
+    long iterations = o->fixed_iterations
+                          ? o->fixed_iterations
+                          : calibrate(kernel, ctx, size, min_sample_time, o->timer);
+    struct cb_stopping_rule rule = {o->rse_target, o->min_samples, o->max_samples, o->max_point_time_s};
+    struct cb_running running = {0};
+    double started = cb_now(o->timer), subtracted = 0;
+    int more = 1;
+    while (more) {
+        double units, elapsed = timed_batch(kernel, ctx, size, iterations, o->timer, &units);
+        if (ctx->rank == 0) {
+            samples[running.n] = units > 0 ? elapsed / ((double)iterations * units) : ctx->measured;
+            subtracted += units > 0 ? 0 : ctx->subtracted;
+            cb_running_add(&running, samples[running.n]);
+            more = !cb_sampling_done(&running, &rule, cb_now(o->timer) - started);
+        }
+        MPI_Bcast(&more, 1, MPI_INT, 0, ctx->comm);
+    }
+    long errors = 0;
+    MPI_Reduce(&ctx->errors, &errors, 1, MPI_LONG, MPI_SUM, 0, ctx->comm);
+    *point = (struct cb_point){.size = size, .iterations = iterations, .n = running.n, .samples = samples,
+                               .settled = cb_running_settled(&running, &rule), .rse = cb_running_rse(&running),
+                               .mean = running.mean, .subtracted = running.n ? subtracted / running.n : 0,
+                               .errors = errors};
+}

@@ -1,0 +1,75 @@
+/* The command line of commbench-kernels: every option, its default and its checks. No MPI here: the
+ * catalogue tool checks a campaign's kernel options with the same parser before anything is built. */
+#ifndef COMMBENCH_OPTIONS_H
+#define COMMBENCH_OPTIONS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Kernel parameters from the command line (see --help); a kernel reads those it uses. */
+struct cb_params {
+    int window;          /* stream, rma: messages in flight per iteration (default 64; rma 1) */
+    int distinct_window; /* stream, multipair.stream, rma: a buffer per message of a window instead of
+                          * one for all (osu_bw, osu_mbw_mr and NetPIPE post a window on one buffer) */
+    int messages;        /* multipingpong: messages of one size each way (default 8) */
+    int pieces;          /* pieces: the message is sent as this many pieces (default 4) */
+    const char *sync;    /* rma: fence | lock | flush */
+    const char *halo;    /* halo: blocking | nonblocking */
+    int nodes;           /* placement: ranks are block-mapped, nprocs / nodes per node */
+    int proc_grid[2];    /* halo: process grid (0: MPI_Dims_create) */
+    const char *method;  /* collectives: accurate | lower | upper | root (NULL: the kernel's default) */
+    const char *scratch; /* io: directory for the files (removed afterwards) */
+    int io_sync;         /* io: fdatasync after every write */
+    int drop_cache;      /* io: ask the kernel to drop the file's pages before every read */
+};
+
+/* Timers selectable with --timer. */
+enum cb_timer { CB_TIMER_MPI_WTIME, CB_TIMER_CLOCK_MONOTONIC };
+
+/* Size schedules (see sizes.c). */
+struct cb_schedule {
+    const char *name; /* powers | netpipe | small | large | list */
+    size_t min, max;
+    int per_octave;   /* netpipe */
+    size_t perturbation; /* netpipe */
+    size_t step;      /* small */
+    const char *list; /* list: "A,B,..." */
+};
+
+struct cb_options {
+    const char *kernel;
+    const char *output;
+    struct cb_schedule schedule;
+    int sizes_given;          /* -m or --sizes on the command line */
+    long warmup;
+    long fixed_iterations;    /* 0: calibrate per size */
+    double rse_target;
+    int min_samples, max_samples;
+    double max_point_time_s;
+    double min_sample_time_s; /* a sample lasts at least this long (and 100 timer ticks) */
+    enum cb_timer timer;
+    long shuffle_seed;        /* < 0: sizes in schedule order */
+    const char *cache_mode;   /* reuse | rotate */
+    size_t cache_bytes;       /* rotate: bytes cycled through per buffer (0: 2x the last-level cache) */
+    size_t align;
+    int integrity, inject_fault, print_sizes;
+    const char *datatype;     /* byte | int | double */
+    long hang_after;          /* test only: hang once this many points are written (< 0: never) */
+    struct cb_params params;
+};
+
+/* What a command line asks for besides measuring. */
+enum cb_action { CB_MEASURE, CB_LIST, CB_HELP };
+
+/* Fills `o` from the command line; returns NULL, or an error message for rank 0 to print. */
+const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum cb_action *action);
+void cb_usage(FILE *out);
+/* Bytes of one element of --datatype NAME. */
+size_t cb_datatype_size(const char *name);
+
+/* Size schedules: the count, and a malloc'ed array in *sizes (0: a bad schedule). */
+size_t cb_size_schedule(const struct cb_schedule *schedule, size_t **sizes);
+/* The sizes in a random order drawn from `seed`, the same on every platform. */
+void cb_shuffle_sizes(size_t *sizes, size_t n, long seed);
+
+#endif

@@ -1,0 +1,46 @@
+"""The noise every anomaly test is held against: the relative spread of a curve's per-size medians,
+and a spread estimate that heavy tails cannot shrink."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commbench.analysis.constants import Z_95
+from commbench.analysis.models import Curve, robust_sd
+
+# No clock or timer pins a median down better than this (relative); it keeps a
+# noiseless curve from making every rounding error significant.
+RELATIVE_NOISE_FLOOR = 1e-4
+
+
+def tail_aware_spread(values) -> float:
+    """Standard deviation judged by the MAD or by the central 95%, whichever is wider.
+
+    Medians of a few heavy-tailed samples have heavier tails than a Gaussian; the
+    central 95% then says more about the extremes a test has to survive.
+    """
+    values = np.asarray(values, float)
+    low, high = np.percentile(values, [2.5, 97.5])
+    return max(robust_sd(values), (high - low) / (2 * Z_95))
+
+
+def relative_noise(curve: Curve, fit_s) -> np.ndarray:
+    """Per size, the relative standard deviation of its median, as seen between sizes.
+
+    Two estimates, each robust to what fools the other, and the smaller is kept:
+    the spread of the medians around `fit_s` (a robust structural fit), which
+    dense periodic effects (a slow size in every four) cannot inflate; and the
+    spread of each median around the straight line through its two neighbours
+    (exact for any alpha-beta curve, scaled by what the comparison adds), which a
+    staircase the fit does not yet know of cannot inflate. Sizes whose own samples
+    are noisier keep their own standard error. An underestimate is caught later:
+    every test scales with how much the final model leaves (see detect).
+    """
+    x, y = curve.sizes.astype(float), curve.median_s
+    left, right = x[1:-1] - x[:-2], x[2:] - x[1:-1]
+    w_left, w_right = right / (left + right), left / (left + right)
+    between = (y[1:-1] - (w_left * y[:-2] + w_right * y[2:])) / y[1:-1] / np.sqrt(1 + w_left ** 2 + w_right ** 2)
+    around_fit = y / fit_s - 1
+    level = max(min(robust_sd(between), robust_sd(around_fit)), RELATIVE_NOISE_FLOOR)
+    own = np.nan_to_num(curve.median_rel_se, nan=0.0)
+    return np.maximum(level, own)

@@ -1,0 +1,317 @@
+"""Before/after: what changed between two sets of curves, where, by how much, and is it real.
+
+`compare(baseline, candidate)` works cell by cell over the dims the two share (library where both
+have it, placement, kernel, size). The experimental unit is the launch: a launch's samples share
+its placement of memory, its process binding and whatever else ran on the machine, so samples
+within a launch agree more than launches do, and a test that treated samples as independent
+would call launch-to-launch noise an effect.
+
+Per cell:
+
+- Each launch contributes one value, its `statistic` (the median of its samples by default).
+  The cell's location is the geometric mean of its launches' values (with one launch, that
+  launch's value); `ratio` = candidate location / baseline location; `effect` = ratio - 1
+  (times: below 0 is faster).
+- Several launches on both sides: Welch's t test on the logarithms of the launch values (unequal
+  variances, Welch-Satterthwaite degrees of freedom), and the matching interval of the ratio.
+  Several on one side and one on the other: the same with the variance of the side that has
+  several launches (a launch-level variance cannot come from one launch).
+- One launch on each side: nothing measures the launch-to-launch variation, so the interval and
+  p value come from the samples alone (the launches' distribution-free median intervals) and are
+  only a lower bound on the uncertainty; the cell is `inconclusive` unless the effect dwarfs the
+  within-launch spread: |log ratio| above `one_launch_factor` times the larger launch's relative
+  interquartile range, and above log(1 + one_launch_floor). `basis` says which case a cell is.
+- Many cells are tested at once: p values are adjusted by Benjamini-Hochberg over every cell of
+  the comparison (`q_value`), which controls the false discovery rate at 1 - confidence.
+- `verdict`: `regressed` / `improved` where q_value <= 1 - confidence (so the ratio's interval
+  excludes 1) and |effect| >= min_effect, slower / faster; `unchanged` where the launches show
+  the whole interval inside [1 - min_effect, 1 + min_effect]; `inconclusive` otherwise; `missing`
+  where either side has no data.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import stats as scipy_stats
+
+from commbench.data.samples import MEDIAN_Z
+from commbench.units import format_change, format_size_range
+
+VERDICTS = ("improved", "regressed", "unchanged", "inconclusive", "missing")
+COMPARABLE_STATISTICS = ("median", "mean", "min", "iqm")
+BASES = ("launches", "one launch", "none")
+# One launch per side: the effect must exceed this many within-launch interquartile ranges
+# (relative to the median), and this floor, before a verdict is given. Measured on a shared 2-core
+# node (quick campaign, 3 launches, 92 points): the launches' medians of one point differed by up
+# to 38%, 19 times that point's interquartile range; small messages differ by 20-50% between
+# launches on busy nodes.
+ONE_LAUNCH_FACTOR = 25.0
+ONE_LAUNCH_FLOOR = 0.5
+# Provenance that makes two datasets' numbers incomparable when it differs (warned, not refused).
+PROVENANCE = ("hosts", "cpu_model", "os", "kernel_source_hash", "compiler_flags")
+
+
+def compare(baseline: xr.Dataset, candidate: xr.Dataset, *, min_effect: float = 0.05,
+            confidence: float = 0.95, statistic: str = "median",
+            one_launch_factor: float = ONE_LAUNCH_FACTOR,
+            one_launch_floor: float = ONE_LAUNCH_FLOOR) -> xr.Dataset:
+    """Candidate against baseline, per cell of the dims they share; see the module's docstring.
+
+    Both are campaign datasets (or selections of them) with the per-launch statistics
+    (`sample_count`, `median`, ...) over a `launch` dim; cells are matched by label.
+    """
+    if statistic not in COMPARABLE_STATISTICS:
+        raise ValueError(f"statistic must be one of {', '.join(COMPARABLE_STATISTICS)}; got {statistic!r}")
+    if not 0 < confidence < 1 or min_effect < 0:
+        raise ValueError(f"confidence must be in (0, 1) and min_effect >= 0; got {confidence}, {min_effect}")
+    base, cand = (_launch_values(ds, statistic) for ds in (baseline, candidate))
+    cells = [dim for dim in base["value"].dims if dim != "launch"]
+    if sorted(cells) != sorted(d for d in cand["value"].dims if d != "launch"):
+        raise ValueError(f"baseline and candidate have different dims: {cells} against "
+                         f"{[d for d in cand['value'].dims if d != 'launch']}")
+    base, cand = xr.align(base.rename(launch="launch_b"), cand.rename(launch="launch_c"), join="inner",
+                          exclude=["launch_b", "launch_c"])
+    if any(base.sizes[d] == 0 for d in cells):
+        empty = [d for d in cells if base.sizes[d] == 0]
+        raise ValueError(f"baseline and candidate share no {', '.join(empty)} labels")
+    shape = tuple(base.sizes[d] for d in cells)
+    arrays = _test(base.transpose(*cells, "launch_b"), cand.transpose(*cells, "launch_c"),
+                   confidence, one_launch_factor, one_launch_floor)
+    q_value = benjamini_hochberg(arrays["p_value"])
+    alpha = 1 - confidence
+    effect = arrays["ratio"] - 1
+    decisive = (q_value <= alpha) & (np.abs(effect) >= min_effect)
+    decisive &= (arrays["basis"] == "launches") | arrays["dwarfs"]
+    verdict = np.full(shape, "inconclusive", dtype=object)
+    verdict[decisive & (effect > 0)] = "regressed"
+    verdict[decisive & (effect < 0)] = "improved"
+    within = (arrays["ratio_low"] >= 1 - min_effect) & (arrays["ratio_high"] <= 1 + min_effect)
+    verdict[~decisive & within & (arrays["basis"] == "launches")] = "unchanged"
+    verdict[arrays["basis"] == "none"] = "missing"
+    coords = {name: coord for name, coord in base.coords.items()
+              if not ({"launch_b", "launch_c"} & set(coord.dims))}
+    out = xr.Dataset({
+        "ratio": (cells, arrays["ratio"], {"units": "1", "long_name": f"candidate / baseline {statistic} time "
+                                                                      "(geometric mean over launches)"}),
+        "ratio_low": (cells, arrays["ratio_low"], {"units": "1", "long_name": f"{confidence:.0%} interval, low"}),
+        "ratio_high": (cells, arrays["ratio_high"], {"units": "1", "long_name": f"{confidence:.0%} interval, high"}),
+        "effect": (cells, effect, {"units": "1", "long_name": "ratio - 1 (below 0: candidate faster)"}),
+        "p_value": (cells, arrays["p_value"], {"units": "1", "long_name": "two-sided p value, no multiplicity "
+                                                                          "adjustment"}),
+        "q_value": (cells, q_value, {"units": "1", "long_name": "Benjamini-Hochberg adjusted p value over "
+                                                                "the comparison's cells"}),
+        "verdict": (cells, verdict.astype(str), {"long_name": "improved | regressed | unchanged | "
+                                                             "inconclusive | missing"}),
+        "basis": (cells, arrays["basis"].astype(str), {"long_name": "launches: launch-level test; one launch: "
+                                                                   "within-launch spread only; none: no data"}),
+        "baseline_launches": (cells, arrays["n_b"], {"units": "1"}),
+        "candidate_launches": (cells, arrays["n_c"], {"units": "1"}),
+    }, coords=coords)
+    out.attrs = {
+        "statistic": statistic, "min_effect": min_effect, "confidence": confidence,
+        "one_launch_factor": one_launch_factor, "one_launch_floor": one_launch_floor,
+        "multiple_testing": f"Benjamini-Hochberg false discovery rate at {alpha:g} over "
+                            f"{int(np.isfinite(arrays['p_value']).sum())} cells",
+        "method": "Welch t test on the log of each launch's statistic (launch = experimental unit); "
+                  "one launch per side: within-launch median intervals, verdict only when the effect "
+                  f"exceeds {one_launch_factor:g} within-launch relative IQRs and {one_launch_floor:.0%}",
+    }
+    return out
+
+
+def _launch_values(ds: xr.Dataset, statistic: str) -> xr.Dataset:
+    """Per launch: log of the statistic, the log-scale standard error of its median, and the
+    relative interquartile range of its samples; NaN where the launch has no samples."""
+    missing = [name for name in (statistic, "sample_count") if name not in ds]
+    if missing:
+        raise ValueError(f"not a campaign dataset with per-point statistics: no {', '.join(missing)}")
+    measured = ds["sample_count"] > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.log(ds[statistic].where(measured & (ds[statistic] > 0)))
+        if "median_ci" in ds:
+            ci = np.log(ds["median_ci"].where(measured))
+            # The launch's median interval is order statistics n/2 -+ MEDIAN_Z sqrt(n)/2 (see
+            # commbench.data.samples), so its half width over MEDIAN_Z stands for the median's standard error.
+            se = (ci.sel(bound="high") - ci.sel(bound="low")) / (2 * MEDIAN_Z)
+        else:
+            se = xr.full_like(value, np.nan)
+        if "quantiles" in ds:
+            q = ds["quantiles"]
+            spread = np.log(q.sel(quantile=0.75) / q.sel(quantile=0.25)).where(measured)
+        else:
+            spread = xr.full_like(value, np.nan)
+    keep = ["value", "se", "spread"]
+    out = xr.Dataset({"value": value, "se": se.drop_vars("bound", errors="ignore"),
+                      "spread": spread.drop_vars("quantile", errors="ignore")})
+    return out[keep].reset_coords(drop=True).assign_coords(
+        {name: coord for name, coord in ds.coords.items() if "launch" not in coord.dims
+         and set(coord.dims) <= set(value.dims)})
+
+
+def _test(base: xr.Dataset, cand: xr.Dataset, confidence: float, one_launch_factor: float,
+          one_launch_floor: float) -> dict:
+    """The launch-level (or, with one launch each, within-launch) test of every cell, vectorised."""
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        xb, xc = base["value"].values, cand["value"].values
+        n_b, n_c = np.isfinite(xb).sum(-1), np.isfinite(xc).sum(-1)
+        mean_b, mean_c = np.nanmean(xb, -1), np.nanmean(xc, -1)
+        var_b = np.where(n_b > 1, np.nanvar(xb, -1, ddof=1), np.nan)
+        var_c = np.where(n_c > 1, np.nanvar(xc, -1, ddof=1), np.nan)
+        diff = mean_c - mean_b
+
+        # Several launches on both sides: Welch.
+        se2 = var_b / n_b + var_c / n_c
+        df = se2 ** 2 / ((var_b / n_b) ** 2 / (n_b - 1) + (var_c / n_c) ** 2 / (n_c - 1))
+        # One side with a single launch: the other side's launch variance stands for both.
+        only_c = (n_b == 1) & (n_c > 1)
+        only_b = (n_c == 1) & (n_b > 1)
+        se2 = np.where(only_c, var_c * (1 / n_b + 1 / n_c), se2)
+        se2 = np.where(only_b, var_b * (1 / n_b + 1 / n_c), se2)
+        df = np.where(only_c, n_c - 1, np.where(only_b, n_b - 1, df))
+        df = np.where(se2 == 0, np.inf, df)   # identical launch values: a degenerate, exact comparison
+        by_launches = (n_b >= 1) & (n_c >= 1) & ((n_b > 1) | (n_c > 1))
+
+        # One launch each: the samples' median intervals, a lower bound on the uncertainty.
+        one = (n_b == 1) & (n_c == 1)
+        se_one = np.nansum(base["se"].values ** 2, -1) + np.nansum(cand["se"].values ** 2, -1)
+        se2 = np.where(one, se_one, se2)
+        df = np.where(one, np.inf, df)
+        spread = np.fmax(np.nanmax(base["spread"].values, -1), np.nanmax(cand["spread"].values, -1))
+        dwarfs = one & (np.abs(diff) > np.fmax(one_launch_factor * np.nan_to_num(spread, nan=np.inf),
+                                               np.log1p(one_launch_floor)))
+
+        se = np.sqrt(se2)
+        t = np.where(se > 0, diff / se, np.where(diff == 0, 0.0, np.inf * np.sign(diff)))
+        p_value = 2 * scipy_stats.t.sf(np.abs(t), df)
+        half = scipy_stats.t.ppf(0.5 + confidence / 2, df) * se
+        valid = by_launches | one
+        basis = np.where(by_launches, "launches", np.where(one, "one launch", "none"))
+        nan = np.full(diff.shape, np.nan)
+        return {
+            "ratio": np.where(valid, np.exp(diff), nan),
+            "ratio_low": np.where(valid, np.exp(diff - half), nan),
+            "ratio_high": np.where(valid, np.exp(diff + half), nan),
+            "p_value": np.where(valid, p_value, nan),
+            "basis": basis, "dwarfs": dwarfs, "n_b": n_b, "n_c": n_c,
+        }
+
+
+def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p values (q values) over every finite entry; NaN stays NaN and
+    is not counted among the tests."""
+    p = np.asarray(p_values, float)
+    q = np.full(p.shape, np.nan)
+    finite = np.isfinite(p)
+    if finite.any():
+        q[finite] = scipy_stats.false_discovery_control(p[finite], method="bh")
+    return q
+
+
+# ----------------------------------------------------------------------------- within one dataset
+
+def within(ds: xr.Dataset, baseline: str, candidate: str, dim: str | None = None, **options) -> xr.Dataset:
+    """Two rows of one dataset: two libraries, placements or kernels (the dim is found from the
+    labels unless given); the result is over the other dims."""
+    candidates = [d for d in ("library", "placement", "kernel") if d in ds.dims
+                  and baseline in ds[d].values and candidate in ds[d].values]
+    if dim is None:
+        if not candidates:
+            rows = {d: [str(v) for v in ds[d].values] for d in ("library", "placement", "kernel") if d in ds.dims}
+            raise ValueError(f"compare: {baseline!r} and {candidate!r} are not both rows of one dim; rows: {rows}")
+        dim = candidates[0]
+    elif dim not in candidates:
+        raise ValueError(f"compare: {baseline!r} and {candidate!r} are not both {dim} rows; "
+                         f"{dim} rows: {[str(v) for v in ds[dim].values]}")
+
+    def row(label):
+        picked = ds.sel({dim: label})
+        return picked.drop_vars([name for name, coord in picked.coords.items() if coord.dims == ()])
+
+    result = compare(row(baseline), row(candidate), **options)
+    result.attrs.update(baseline=baseline, candidate=candidate, compared=dim)
+    return result
+
+
+# ----------------------------------------------------------------------------- across campaigns
+
+def across(baseline: xr.Dataset, candidate: xr.Dataset, mapping: dict[str, str] | None = None,
+           **options) -> xr.Dataset:
+    """Two campaigns' datasets: cells matched by library, placement, kernel and size labels.
+    `mapping` renames the baseline's library rows ({old: new}); where each side has a single
+    library row and no mapping is given, the two rows are matched whatever their names."""
+    mapping = dict(mapping or {})
+    base_rows = [str(v) for v in baseline["library"].values]
+    unknown = sorted(set(mapping) - set(base_rows))
+    if unknown:
+        raise ValueError(f"--map names baseline library rows it does not have: {unknown}; its rows: {base_rows}")
+    cand_rows = [str(v) for v in candidate["library"].values]
+    if not mapping and len(base_rows) == 1 and len(cand_rows) == 1 and base_rows != cand_rows:
+        mapping = {base_rows[0]: cand_rows[0]}
+    # A baseline row that a mapped row is renamed to stands aside (mpich-4=mpich-5 in a baseline
+    # that also has mpich-5 compares that mpich-4 with the candidate's mpich-5).
+    kept = [row for row in base_rows if row in mapping or row not in mapping.values()]
+    renamed = [mapping.get(row, row) for row in kept]
+    if not set(renamed) & set(cand_rows):
+        raise ValueError(f"the campaigns share no library row (baseline {base_rows}, candidate {cand_rows}); "
+                         "match them with --map OLD=NEW")
+    baseline = baseline.sel(library=kept).assign_coords(library=renamed)
+    result = compare(baseline, candidate, **options)
+    result.attrs.update(library_map=", ".join(f"{a}={b}" for a, b in mapping.items()) or "by name")
+    return result
+
+
+def provenance_differences(baseline: xr.Dataset, candidate: xr.Dataset) -> list[str]:
+    """What of PROVENANCE differs between two datasets, one line each (empty: nothing)."""
+    lines = []
+    for name in PROVENANCE:
+        a, b = baseline.attrs.get(name), candidate.attrs.get(name)
+        if a is not None and b is not None and str(a) != str(b):
+            lines.append(f"{name}: {str(a)[:80]!r} against {str(b)[:80]!r}")
+    return lines
+
+
+# ----------------------------------------------------------------------------- tables
+
+RANGE_COLUMNS = ("verdict", "size_from", "size_to", "sizes", "ratio", "ratio_low", "ratio_high",
+                 "q_value")
+
+
+def changed_ranges(result: xr.Dataset, verdicts=("improved", "regressed")) -> pd.DataFrame:
+    """The cells with one of `verdicts`, grouped per curve into runs of consecutive measured sizes
+    with the same verdict: one row per run with its sizes and the median over the run of each
+    cell's ratio and interval bounds (and the smallest q value)."""
+    curve_dims = [d for d in result["verdict"].dims if d != "size"]
+    frame = result[["verdict", "ratio", "ratio_low", "ratio_high", "q_value"]].to_dataframe().reset_index()
+    frame = frame[frame["verdict"] != "missing"]
+    rows = []
+    for labels, curve in (frame.groupby(curve_dims, sort=False) if curve_dims else [((), frame)]):
+        curve = curve.sort_values("size")
+        run = (curve["verdict"] != curve["verdict"].shift()).cumsum()
+        for _, piece in curve.groupby(run, sort=False):
+            verdict = piece["verdict"].iloc[0]
+            if verdict not in verdicts:
+                continue
+            labels = labels if isinstance(labels, tuple) else (labels,)
+            rows.append({**dict(zip(curve_dims, labels)), "verdict": verdict,
+                         "size_from": int(piece["size"].iloc[0]), "size_to": int(piece["size"].iloc[-1]),
+                         "sizes": len(piece), "ratio": piece["ratio"].median(),
+                         "ratio_low": piece["ratio_low"].median(), "ratio_high": piece["ratio_high"].median(),
+                         "q_value": piece["q_value"].min()})
+    return pd.DataFrame(rows, columns=[*curve_dims, *RANGE_COLUMNS])
+
+
+def describe_range(row) -> str:
+    """'pingpong.send 1N2P: 4 KiB-64 KiB 12% slower [9%, 15%]' for a row of changed_ranges."""
+    labels = " ".join(str(row[d]) for d in ("library", "kernel", "placement") if d in row.index)
+    return (f"{labels}: {format_size_range(row['size_from'], row['size_to'])} "
+            f"{format_change(row['ratio'], row['ratio_low'], row['ratio_high'])}")
+
+
+def verdict_counts(result: xr.Dataset) -> dict[str, int]:
+    values = result["verdict"].values.ravel().tolist()
+    return {verdict: values.count(verdict) for verdict in VERDICTS}

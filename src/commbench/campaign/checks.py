@@ -1,0 +1,89 @@
+"""Validating a campaign: the schema's checks, its defaults filled in, and what the schema cannot say."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+
+import jsonschema
+
+from commbench.campaign.errors import CampaignError
+from commbench.campaign.kernels import schedule_range
+from commbench.campaign.schema import describe_error, fill_defaults, load_schema
+from commbench.units import parse_size
+
+
+def validate_campaign(config: dict, source: str = "<campaign>") -> dict:
+    """Returns the config with defaults filled in, or raises CampaignError listing every problem."""
+    if not isinstance(config, dict):
+        raise CampaignError(f"{source}: a campaign file is a YAML mapping, got {type(config).__name__}")
+    schema = load_schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = "\n".join(f"  {describe_error(e)}" for e in errors)
+        raise CampaignError(f"{source}: invalid campaign file\n{lines}")
+    config = fill_defaults(copy.deepcopy(config), schema, schema)
+    _check_consistency(config, source)
+    return config
+
+
+def _check_consistency(config: dict, source: str) -> None:
+    """What the schema cannot say: unique placement names, ordered sizes, sample bounds, and
+    `compare:` pairs of two of the campaign's library rows."""
+    problems = []
+    names = [p["name"] for p in config["placements"]]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"placements: name {name!r} is used more than once")
+    for placement in config["placements"]:
+        if "network" in placement and placement["nodes"] < 2:
+            problems.append(f"placements: {placement['name']!r} has a network but nodes: {placement['nodes']}; "
+                            "an emulated interconnect needs nodes >= 2 (ranks on one node use shared memory)")
+        if "switch" in placement and (placement["nodes"] < 2 or placement.get("emulate") == "loopback"):
+            problems.append(f"placements: {placement['name']!r} has a switch with nodes: {placement['nodes']}, "
+                            f"emulate: {placement.get('emulate', 'namespaces')}; a switch joins virtual nodes: "
+                            "it needs nodes >= 2 and emulate: namespaces (or no emulate:)")
+    for entry, spec in config["kernels"].items():
+        sizes = spec["sizes"]
+        if "schedule" in sizes:
+            low, high = schedule_range(sizes)
+            if low > high:
+                problems.append(f"kernels.{entry}.sizes: min {sizes.get('min', low)} is larger than "
+                                f"max {sizes.get('max', high)}")
+        unknown = [p for p in spec.get("placements", []) if p not in names]
+        if unknown:
+            problems.append(f"kernels.{entry}.placements: {', '.join(map(repr, unknown))} not among the "
+                            f"campaign's placements: {', '.join(names)}")
+        if spec.get("integrity") and spec.get("window_buffers") == "shared":
+            problems.append(f"kernels.{entry}: integrity needs window_buffers: distinct (a window of messages "
+                            "on one buffer overwrites itself); allowed values: distinct, or leave it out")
+        element = {"byte": 1, "int": 4, "double": 8}[spec["datatype"]]
+        if element > 1 and "list" in sizes:
+            odd = [s for s in sizes["list"] if parse_size(s) % element]
+            if odd:
+                problems.append(f"kernels.{entry}.sizes: with datatype {spec['datatype']}, sizes must be "
+                                f"multiples of {element} bytes; not: {', '.join(map(str, odd))}")
+    problems += _compare_problems(config)
+    precision = config["precision"]
+    if precision["max_samples"] < precision["min_samples"]:
+        problems.append(f"precision.max_samples ({precision['max_samples']}) is below "
+                        f"precision.min_samples ({precision['min_samples']})")
+    if problems:
+        raise CampaignError(f"{source}: invalid campaign file\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def _compare_problems(config: dict) -> list[str]:
+    """Each `compare:` pair names two different library rows of the campaign."""
+    rows = list(config["libraries"])
+    problems = []
+    for index, pair in enumerate(config.get("compare", [])):
+        for role in ("baseline", "candidate"):
+            if pair[role] not in rows:
+                close = difflib.get_close_matches(pair[role], rows, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(f"compare[{index}].{role}: {pair[role]!r} is not a library row{hint}; "
+                                f"allowed values: {', '.join(rows)}")
+        if pair["baseline"] == pair["candidate"]:
+            problems.append(f"compare[{index}]: baseline and candidate are both {pair['baseline']!r}; "
+                            "a pair compares two different library rows")
+    return problems

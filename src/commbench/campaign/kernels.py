@@ -1,0 +1,21 @@
+"""A campaign's kernel entries: which kernel an entry runs, and the sizes a schedule covers. Which kernels
+there are is the kernel catalogue's to say (commbench.launch.catalogue)."""
+
+from __future__ import annotations
+
+from commbench.units import parse_size
+
+
+def kernel_of(entry: str) -> str:
+    """The kernel a campaign entry runs: 'pingpong.send@nocache' runs 'pingpong.send'."""
+    return entry.split("@", 1)[0]
+
+
+# Ranges a schedule covers when the campaign gives no min or max.
+SCHEDULE_DEFAULT_RANGE = {"powers": (1, 4 * 2**20), "netpipe": (1, 4 * 2**20),
+                          "small": (4, 8000), "large": (1, 4 * 2**20)}
+
+
+def schedule_range(sizes: dict) -> tuple[int, int]:
+    low, high = SCHEDULE_DEFAULT_RANGE[sizes["schedule"]]
+    return parse_size(sizes.get("min", low)), parse_size(sizes.get("max", high))

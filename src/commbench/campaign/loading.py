@@ -1,0 +1,35 @@
+"""Loading a campaign: from its file, or from the config Snakemake holds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from commbench.campaign.checks import validate_campaign
+from commbench.campaign.errors import CampaignError
+from commbench.campaign.model import Campaign
+from commbench.campaign.overrides import WORKFLOW_OPTIONS
+
+
+def load_campaign(path) -> Campaign:
+    """Reads and validates a campaign file; raises CampaignError naming the file on any problem."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise CampaignError(f"{path}: no such campaign file") from None
+    except yaml.YAMLError as exc:
+        raise CampaignError(f"{path}: not valid YAML: {exc}") from None
+    return campaign_from_config(raw, source=str(path))
+
+
+def campaign_from_config(config, source: str) -> Campaign:
+    """The campaign a config holds: a campaign file's keys, as read or as Snakemake's `config` has them
+    (the --configfile with --config overrides merged in, or a using workflow's module config), with
+    the workflow's options left out. Raises CampaignError naming `source` on any problem."""
+    if isinstance(config, Mapping):
+        config = {key: value for key, value in config.items() if key not in WORKFLOW_OPTIONS}
+    config = validate_campaign(config, source=source)
+    return Campaign(name=config["campaign"], source=source, config=config)

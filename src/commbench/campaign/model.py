@@ -1,0 +1,163 @@
+"""The Campaign model: a validated campaign's libraries, placements and kernels, the runs it asks for,
+each launch's command-line options and settings, and the hash that identifies its configuration."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from commbench.campaign.kernels import kernel_of, schedule_range
+from commbench.units import parse_size
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """A validated campaign: what to run, and the hash that identifies its configuration."""
+
+    name: str
+    source: str
+    config: dict
+
+    @property
+    def config_hash(self) -> str:
+        canonical = json.dumps(self.config, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    @property
+    def libraries(self) -> list[str]:
+        return list(self.config["libraries"])
+
+    @property
+    def placements(self) -> list[str]:
+        return [p["name"] for p in self.config["placements"]]
+
+    @property
+    def kernels(self) -> list[str]:
+        return list(self.config["kernels"])
+
+    @property
+    def launches(self) -> int:
+        return self.config["launches"]
+
+    @property
+    def mpi_names(self) -> list[str]:
+        """The installations the campaign needs, each built once however many rows use it."""
+        return sorted({row["mpi"] for row in self.config["libraries"].values()})
+
+    def mpi_of(self, library: str) -> str:
+        return self.config["libraries"][library]["mpi"]
+
+    def library_env(self, library: str) -> dict[str, str]:
+        return {k: _env_value(v) for k, v in self.config["libraries"][library].get("env", {}).items()}
+
+    def placement(self, name: str) -> dict:
+        return next(p for p in self.config["placements"] if p["name"] == name)
+
+    def kernel_args(self, entry: str, launch: int) -> list[str]:
+        """The kernel name and options commbench-kernels gets for one launch of one entry."""
+        spec = self.config["kernels"][entry]
+        sizes = spec["sizes"]
+        if "list" in sizes:
+            args = ["--sizes", ",".join(str(parse_size(s)) for s in sizes["list"])]
+        else:
+            low, high = schedule_range(sizes)
+            args = ["--schedule", sizes["schedule"], "-m", f"{low}:{high}"]
+            for key, option in (("per_octave", "--per-octave"), ("perturbation", "--perturbation"),
+                                ("step", "--step")):
+                if key in sizes:
+                    args += [option, str(sizes[key])]
+        precision = self.config["precision"]
+        args += [
+            "--rse", str(precision["rse"]),
+            "--min-samples", str(precision["min_samples"]),
+            "--max-samples", str(precision["max_samples"]),
+            "--max-point-time", str(precision["max_point_time"]),
+            "-x", str(spec["warmup"]),
+            "--min-sample-time", str(spec["min_sample_time"]),
+            "--timer", spec["timer"],
+            "--cache", spec["cache"],
+            "--align", str(spec["align"]),
+            "--datatype", spec["datatype"],
+            "--window", str(spec["window"]),
+            "--messages", str(spec["messages"]),
+            "--pieces", str(spec["pieces"]),
+            "--rma-sync", spec["sync"],
+            "--halo", spec["halo"],
+        ]
+        if "proc_grid" in spec:
+            args += ["--proc-grid", "x".join(map(str, spec["proc_grid"]))]
+        if "method" in spec:
+            args += ["--method", spec["method"]]
+        if "window_buffers" in spec:
+            args += ["--window-buffers", spec["window_buffers"]]
+        for flag in ("integrity", "io_sync", "drop_cache"):
+            if spec[flag]:
+                args.append("--" + flag.replace("_", "-"))
+        if self.config["shuffle"]:
+            args += ["--shuffle", str(launch)]
+        if "test_hang_after" in spec:
+            args += ["--test-hang-after", str(spec["test_hang_after"])]
+        return [kernel_of(entry), *args]
+
+    def launch_settings(self, library: str, placement: str, kernel: str, launch: int) -> dict:
+        """Everything about one launch that, when changed, must rerun it."""
+        return {
+            "placement": self.placement(placement),
+            "kernel_args": self.kernel_args(kernel, launch),
+            "library_env": self.library_env(library),
+            "mpi": self.mpi_of(library),
+            "timeout": self.config["timeout"],
+            "scratch": self.config["scratch"],
+        }
+
+    def changed_settings(self, library: str, placement: str, kernel: str, launch: int,
+                         recorded: dict) -> list[str]:
+        """What differs between the settings a launch was measured with and those this campaign
+        asks for (empty: the same launch)."""
+        wanted = json.loads(json.dumps(self.launch_settings(library, placement, kernel, launch)))
+        return _differences(recorded, wanted) if recorded != wanted else []
+
+    def runs_on(self, kernel: str, placement: str) -> bool:
+        return placement in self.config["kernels"][kernel].get("placements", self.placements)
+
+    def runs(self):
+        """Every (library, placement, kernel, launch) the campaign measures."""
+        for library in self.libraries:
+            for placement in self.placements:
+                for kernel in self.kernels:
+                    if self.runs_on(kernel, placement):
+                        for launch in range(self.launches):
+                            yield library, placement, kernel, launch
+
+
+def _differences(old: dict, new: dict) -> list[str]:
+    """Which settings differ; for kernel options, the options themselves (`--rse 0.01 -> 0.05`)."""
+    found = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) == new.get(key):
+            continue
+        if key == "kernel_args":
+            before, after = _options(old.get(key) or []), _options(new.get(key) or [])
+            found += [f"{option} {before.get(option, '(none)')} -> {after.get(option, '(none)')}"
+                      for option in sorted(set(before) | set(after)) if before.get(option) != after.get(option)]
+        else:
+            found.append(f"{key} {json.dumps(old.get(key))} -> {json.dumps(new.get(key))}")
+    return found
+
+
+def _options(args: list[str]) -> dict[str, str]:
+    options, key = {}, None
+    for word in args[1:]:
+        if word.startswith("-") and not word.lstrip("-").replace(".", "").isdigit():
+            key = word
+            options[key] = ""
+        elif key:
+            options[key] = (options[key] + " " + word).strip()
+    return options
+
+
+def _env_value(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)

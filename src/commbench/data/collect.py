@@ -1,0 +1,387 @@
+"""Raw launch files -> one xarray Dataset per campaign, with its provenance."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from commbench import __version__
+from commbench.campaign import Campaign
+from commbench.data.failures import library_failure, library_status
+from commbench.data.kernels import description_of, is_windowed, kernel_coordinates
+from commbench.data.samples import POINT_DIMS, STAT_COORDS, PointStatistics, point_statistics, start_variable
+from commbench.io import conventions
+from commbench.io.raw import LaunchResult, RawFileError, read_raw
+from commbench.launch import netem
+from commbench.launch.provenance import cpu_model, git_commit, os_description, source_hash
+
+RUN_DIMS = ("library", "placement", "kernel", "launch")
+
+
+def read_all(paths, on_error: str = "raise", log=sys.stderr) -> tuple[list[LaunchResult], list[RawFileError]]:
+    """Reads every raw file; with on_error="record", refused files are returned instead of raised."""
+    results, refused = [], []
+    for path in paths:
+        try:
+            results.append(read_raw(path))
+        except RawFileError as exc:
+            if on_error == "raise":
+                raise
+            print(f"refused: {exc}", file=log)
+            refused.append(exc)
+    return results, refused
+
+
+def _index(values: list) -> dict:
+    return {value: i for i, value in enumerate(values)}
+
+
+class _MemorySamples:
+    """Samples kept in memory (interactive runs, tests): any order in, RAGGED_ORDER out; a point
+    given twice keeps its last samples."""
+
+    def __init__(self):
+        self.points: dict[tuple, np.ndarray] = {}
+
+    def add(self, key: tuple, samples: np.ndarray) -> None:
+        self.points[key] = samples
+
+    def array(self) -> np.ndarray:
+        return np.concatenate([self.points[k] for k in sorted(self.points)]) if self.points else np.empty(0)
+
+
+class _FileSamples:
+    """Samples appended to a binary file (float64) as they are read, so that collecting holds one
+    launch's samples at a time; they must come in RAGGED_ORDER, as a campaign's raw files do."""
+
+    def __init__(self, path):
+        self.path, self.last, self.count = Path(path), None, 0
+        self.file = open(self.path, "wb")
+
+    def add(self, key: tuple, samples: np.ndarray) -> None:
+        if self.last is not None and key <= self.last:
+            raise ValueError(f"samples of point {key} came after {self.last}: raw files must be collected "
+                             f"in the campaign's order")
+        self.last = key
+        np.asarray(samples, dtype=np.float64).tofile(self.file)
+        self.count += len(samples)
+
+    def array(self) -> np.ndarray:
+        self.file.close()
+        return np.memmap(self.path, dtype=np.float64, mode="r", shape=(self.count,)) if self.count else np.empty(0)
+
+
+def stream_raw(paths, refused: list, log=sys.stderr):
+    """The raw files read one at a time (for build_dataset, which keeps only statistics), refused
+    ones appended to `refused`; a light copy of each result (its launch record, no points) is
+    kept in the returned list once the generator is exhausted, for failures()."""
+    seen: list[LaunchResult] = []
+
+    def results():
+        for path in paths:
+            try:
+                result = read_raw(path)
+            except RawFileError as error:
+                print(f"refused: {error}", file=log)
+                refused.append(error)
+                continue
+            yield result
+            seen.append(LaunchResult(path=result.path, launch=result.launch))
+    return results(), seen
+
+
+def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries: dict[str, dict],
+                  builds: dict[str, dict], refused: list[RawFileError] = (), samples_file=None) -> xr.Dataset:
+    """The campaign dataset: every sample of every launch as a ragged array (commbench.data.samples), with
+    per-point statistics and the launches' records over dense axes.
+
+    `results` may be a generator: each is read once and only its statistics are kept; the samples go
+    to memory, or to `samples_file` (then `time` is a memory map of it, and the results must come in
+    the campaign's order). `libraries` and `builds` map an MPI installation name to its library.json
+    and build.json records. Cells of failed or refused launches keep their status and no samples.
+    """
+    axes = _Axes(campaign)
+    sink = _FileSamples(samples_file) if samples_file else _MemorySamples()
+    runs = _RunRecords.blank(campaign, axes)
+    batches = _read_launches(results, axes, runs, sink)
+    sizes, points = _point_records(batches, axes)
+    _mark_refused(refused, axes, runs)
+    coords = _coordinates(campaign, axes, sizes, runs, libraries, builds)
+    data_vars = _data_variables(sink, points, runs)
+    attrs = _attributes(campaign, builds, runs, refused)
+    return conventions.describe(xr.Dataset(data_vars, coords=coords, attrs=attrs),
+                                description=campaign.config.get("description", ""))
+
+
+class _Axes:
+    """The campaign's run axes (library, placement, kernel, launch), each label's index along its axis."""
+
+    def __init__(self, campaign: Campaign):
+        self.libraries, self.placements, self.kernels = campaign.libraries, campaign.placements, campaign.kernels
+        self.launches = list(range(campaign.launches))
+        self.li, self.pi, self.ki = _index(self.libraries), _index(self.placements), _index(self.kernels)
+        self.run_shape = (len(self.libraries), len(self.placements), len(self.kernels), len(self.launches))
+
+    def cell(self, meta: dict) -> tuple:
+        """The run cell a launch record names; KeyError for a label the campaign does not have."""
+        return (self.li[meta["library"]], self.pi[meta["placement"]], self.ki[meta["kernel"]], meta["launch"])
+
+
+@dataclass
+class _RunRecords:
+    """What the launches recorded: per run cell (RUN_DIMS), and per library, kernel and placement."""
+
+    status: np.ndarray
+    resolution: np.ndarray
+    overhead: np.ndarray
+    started: np.ndarray
+    hosts: np.ndarray
+    binding: np.ndarray
+    reason: np.ndarray
+    kernel_info: np.ndarray
+    version: dict[str, str]
+    metric: dict[str, str]
+    window_buffers: dict[str, str]   # windowed kernels: shared | distinct, as run
+    description: dict[str, dict]     # the kernel's catalogue entry, as its launches recorded it
+    all_hosts: set[str] = field(default_factory=set)
+    # placement -> (transport, emulated, emulation) as run
+    measured_on: dict[str, tuple[str, bool, str]] = field(default_factory=dict)
+
+    @classmethod
+    def blank(cls, campaign: Campaign, axes: _Axes) -> _RunRecords:
+        """Every cell missing, but those of kernels a placement does not run: skipped."""
+        run_shape = axes.run_shape
+        status = np.full(run_shape, "missing", dtype=object)
+        for p_name in axes.placements:
+            for k_name in axes.kernels:
+                if not campaign.runs_on(k_name, p_name):
+                    status[:, axes.pi[p_name], axes.ki[k_name], :] = "skipped"
+        return cls(
+            status=status,
+            resolution=np.full(run_shape, np.nan),
+            overhead=np.full(run_shape, np.nan),
+            started=np.full(run_shape, "", dtype=object),
+            hosts=np.full(run_shape, "", dtype=object),
+            binding=np.full(run_shape, "", dtype=object),
+            reason=np.full(run_shape, "", dtype=object),
+            kernel_info=np.full(run_shape, "", dtype=object),
+            version={name: "" for name in axes.libraries},
+            metric={name: "" for name in axes.kernels},
+            window_buffers={name: "" for name in axes.kernels},
+            description={name: {} for name in axes.kernels},
+        )
+
+
+def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecords, sink) -> list:
+    """Each launch's record into `runs` and its samples into `sink`; returns, per ok launch,
+    (cell, sizes, per-point records, statistics), the size axis last."""
+    batches = []
+    for result in results:
+        meta = result.launch
+        try:
+            cell = axes.cell(meta)
+        except KeyError:
+            continue  # a raw file left over from an earlier version of the campaign
+        if not 0 <= cell[3] < len(axes.launches):
+            continue
+        runs.status[cell] = meta["status"]
+        runs.started[cell] = meta.get("started", "")
+        if result.status != "ok":
+            runs.reason[cell] = meta.get("reason", "")
+            continue
+        if "transport" in meta:
+            runs.measured_on[meta["placement"]] = (meta["transport"], bool(meta["emulated"]),
+                                                   meta.get("emulation", ""))
+        run = result.run
+        runs.resolution[cell] = run["timer_resolution_s"]
+        runs.overhead[cell] = run["harness_overhead_s"]
+        runs.hosts[cell] = ",".join(run["hosts"])
+        runs.all_hosts.update(run["hosts"])
+        runs.binding[cell] = " ".join(run.get("cpu_binding", []))
+        runs.kernel_info[cell] = json.dumps(run.get("kernel_info", {}), sort_keys=True)
+        runs.version[meta["library"]] = runs.version[meta["library"]] or run["library_version"].strip()
+        runs.metric[meta["kernel"]] = run.get("metric", "")
+        runs.description[meta["kernel"]] = run.get("description") or runs.description[meta["kernel"]]
+        if is_windowed(meta["kernel"], run.get("description")):
+            runs.window_buffers[meta["kernel"]] = run.get("args", {}).get("window_buffers", "distinct")  # older harness
+        points = sorted(enumerate(result.points), key=lambda item: item[1].size)   # RAGGED_ORDER: by size
+        for _, point in points:
+            sink.add(cell + (point.size,), point.samples)
+        records = np.array([(order, p.settled, p.rse, p.iters_per_sample,
+                             np.nan if p.errors is None else p.errors, p.subtracted_s) for order, p in points],
+                           dtype=float).reshape(-1, 6)
+        batches.append((cell, np.array([p.size for _, p in points], dtype=np.int64), records,
+                        point_statistics([p.samples for _, p in points])))
+    return batches
+
+
+@dataclass
+class _PointRecords:
+    """Per point (POINT_DIMS): how it was measured, and its statistics."""
+
+    settled: np.ndarray
+    rse: np.ndarray
+    iters: np.ndarray
+    errors: np.ndarray
+    position: np.ndarray
+    subtracted: np.ndarray
+    stats: PointStatistics
+
+
+def _point_records(batches: list, axes: _Axes) -> tuple[list[int], _PointRecords]:
+    """The size axis (every size any launch measured) and the launches' per-point records over it."""
+    sizes = sorted({int(size) for _, point_sizes, _, _ in batches for size in point_sizes})
+    si = _index(sizes)
+    point_shape = (len(axes.libraries), len(axes.placements), len(axes.kernels), len(sizes), len(axes.launches))
+    settled = np.zeros(point_shape, dtype=bool)
+    rse = np.full(point_shape, np.nan)
+    iters = np.zeros(point_shape, dtype=np.int64)
+    errors = np.full(point_shape, np.nan)
+    position = np.full(point_shape, -1, dtype=np.int64)
+    subtracted = np.full(point_shape, np.nan)
+    stats = PointStatistics(point_shape)
+    for cell, point_sizes, records, computed in batches:
+        n = len(point_sizes)
+        at = (np.full(n, cell[0]), np.full(n, cell[1]), np.full(n, cell[2]),
+              np.array([si[int(size)] for size in point_sizes], dtype=np.int64), np.full(n, cell[3]))
+        position[at], settled[at], rse[at] = records[:, 0], records[:, 1].astype(bool), records[:, 2]
+        iters[at], errors[at], subtracted[at] = records[:, 3], records[:, 4], records[:, 5]
+        stats.put_computed(np.stack(at, axis=1), computed)
+    return sizes, _PointRecords(settled=settled, rse=rse, iters=iters, errors=errors, position=position,
+                                subtracted=subtracted, stats=stats)
+
+
+def _mark_refused(refused: list[RawFileError], axes: _Axes, runs: _RunRecords) -> None:
+    for error in refused:
+        # A refused file still names its cell when its launch record can be read.
+        try:
+            meta = json.loads(open(error.path).readline())
+            cell = axes.cell(meta)
+            runs.status[cell], runs.reason[cell] = "refused", str(error)
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            pass
+
+
+def _coordinates(campaign: Campaign, axes: _Axes, sizes: list[int], runs: _RunRecords,
+                 libraries: dict[str, dict], builds: dict[str, dict]) -> dict:
+    """The axes, and what describes each placement, library and kernel: from the campaign, its
+    launches' records, and the libraries' environment and build records."""
+    placement_specs = [campaign.placement(name) for name in axes.placements]
+    # (transport, emulated, emulation) per placement: what its launches recorded, else what one host
+    # does (its emulation unknown until a launch ran).
+    measured_on = {name: ("tcp" if spec["nodes"] > 1 else "shm", spec["nodes"] > 1, "")
+                   for name, spec in zip(axes.placements, placement_specs)} | runs.measured_on
+    mpi = [campaign.mpi_of(name) for name in axes.libraries]
+    return {
+        "library": axes.libraries,
+        "placement": axes.placements,
+        "kernel": axes.kernels,
+        "size": ("size", np.array(sizes, dtype=np.int64), {"units": "bytes"}),
+        "launch": axes.launches,
+        **STAT_COORDS,
+        "nodes": ("placement", [p["nodes"] for p in placement_specs]),
+        "ppn": ("placement", [p["ppn"] for p in placement_specs]),
+        "nprocs": ("placement", [p["nodes"] * p["ppn"] for p in placement_specs]),
+        # On one host, ranks of different nodes talk over TCP on loopback; on a cluster, as the launches say.
+        "transport": ("placement", [measured_on[name][0] for name in axes.placements]),
+        "emulated": ("placement", [measured_on[name][1] for name in axes.placements]),
+        "emulation": ("placement", [measured_on[name][2] for name in axes.placements],
+                      {"long_name": "how nodes were emulated on one host: namespaces (virtual nodes) or loopback"}),
+        "switch_rate": ("placement", [netem.rate_bits_per_s(p["switch"]["rate"]) if "switch" in p else np.nan
+                                      for p in placement_specs], {"units": "bit/s", "long_name": "emulated switch rate"}),
+        "network_rate": ("placement", [netem.rate_bits_per_s(p["network"]["rate"]) if "network" in p else np.nan
+                                       for p in placement_specs], {"units": "bit/s", "long_name": "emulated link rate"}),
+        "mtu": ("placement", [p["network"]["mtu"] if "network" in p else 0 for p in placement_specs],
+                {"units": "bytes", "long_name": "emulated link MTU (0: not emulated)"}),
+        "library_version": ("library", [runs.version[name] or "unknown" for name in axes.libraries]),
+        "mpi": ("library", mpi),
+        "family": ("library", [libraries.get(m, {}).get("family", "unknown") for m in mpi]),
+        "compiler": ("library", [builds.get(m, {}).get("compiler", "unknown") for m in mpi]),
+        # Whether the library could be used at all: ok, env_failed or build_failed, and why.
+        "library_status": ("library", [library_status(libraries.get(m), builds.get(m)) for m in mpi]),
+        "library_reason": ("library", [library_failure(libraries.get(m), builds.get(m)).get("reason", "")
+                                       for m in mpi]),
+        "library_log_tail": ("library", [library_failure(libraries.get(m), builds.get(m)).get("log_tail", "")
+                                         for m in mpi]),
+        "launcher": ("library", [libraries.get(m, {}).get("launcher", "unknown") for m in mpi],
+                     {"long_name": "how mpiexec took its options: hydra (MPICH), orte (Open MPI 4), prrte (5.x)"}),
+        "build_warnings": ("library", [builds.get(m, {}).get("warning_count", 0) for m in mpi],
+                           {"long_name": "compiler warnings in the kernel build (build provenance lists them)"}),
+        "unsupported_kernels": ("library", [json.dumps(builds.get(m, {}).get("unsupported", {}), sort_keys=True)
+                                            for m in mpi], {"long_name": "kernels this library's build left "
+                                                                         "out, and why (JSON)"}),
+        "library_env": ("library", [json.dumps(campaign.library_env(name), sort_keys=True)
+                                    for name in axes.libraries]),
+        "metric": ("kernel", [runs.metric[name] for name in axes.kernels]),
+        "window_buffers": ("kernel", [runs.window_buffers[name] for name in axes.kernels],
+                           {"long_name": "windowed kernels: shared (one buffer per window, as osu_bw) or "
+                                         "distinct (a buffer per message); empty for the others"}),
+        **kernel_coordinates(axes.kernels, [description_of(name, runs.description[name], builds)
+                                            for name in axes.kernels]),
+    }
+
+
+def _data_variables(sink, points: _PointRecords, runs: _RunRecords) -> dict:
+    """The ragged samples, the per-point statistics and records, and the per-launch records."""
+    return {
+        "time": ("sample", sink.array(), {"units": "s", "long_name": "time per sample (see the kernel's metric); "
+                                                                  "a ragged array, see sample_count"}),
+        **points.stats.variables(),
+        **start_variable(points.stats.values["sample_count"]),
+        "settled": (POINT_DIMS, points.settled, {"long_name": "relative standard error reached its target"}),
+        "rse": (POINT_DIMS, points.rse, {"long_name": "relative standard error of the mean"}),
+        "iters_per_sample": (POINT_DIMS, points.iters, {"long_name": "iterations timed together in one sample"}),
+        "errors": (POINT_DIMS, points.errors, {"long_name": "integrity errors (NaN: not checked)"}),
+        "subtracted_s": (POINT_DIMS, points.subtracted,
+                         {"units": "s", "long_name": "overhead subtracted from every sample "
+                                                     "(raw = time + subtracted_s); NaN: none"}),
+        "position": (POINT_DIMS, points.position,
+                     {"long_name": "when the size was measured in its launch "
+                                   "(0: first; -1: not measured); sizes are shuffled per launch"}),
+        "status": (RUN_DIMS, runs.status.astype(str),
+                   {"long_name": "ok, failed, timeout, refused (raw file damaged), "
+                                 "env_failed, build_failed, unsupported, missing, or "
+                                 "skipped (not asked for)"}),
+        "reason": (RUN_DIMS, runs.reason.astype(str), {"long_name": "why a launch gave no data (empty when ok)"}),
+        "timer_resolution_s": (RUN_DIMS, runs.resolution, {"units": "s"}),
+        "harness_overhead_s": (RUN_DIMS, runs.overhead, {"units": "s"}),
+        "started": (RUN_DIMS, runs.started.astype(str)),
+        "hosts": (RUN_DIMS, runs.hosts.astype(str)),
+        "cpu_binding": (RUN_DIMS, runs.binding.astype(str), {"long_name": "CPUs each rank may run on"}),
+        "kernel_info": (RUN_DIMS, runs.kernel_info.astype(str),
+                        {"long_name": "what the kernel recorded of its set-up (JSON), e.g. MPI-IO hints"}),
+    }
+
+
+def _attributes(campaign: Campaign, builds: dict[str, dict], runs: _RunRecords,
+                refused: list[RawFileError]) -> dict:
+    """The dataset's provenance: the campaign, the code and builds that ran it, and the hosts."""
+    flags = sorted({b["cflags"] for b in builds.values() if "cflags" in b})
+    return {
+        "campaign": campaign.name,
+        "campaign_file": campaign.source,
+        "campaign_config": json.dumps(campaign.config, sort_keys=True),
+        "config_hash": campaign.config_hash,
+        "kernel_source_hash": source_hash(),
+        "commbench_version": __version__,
+        "git_commit": git_commit(),
+        "compilers": json.dumps({m: builds[m].get("compiler_command", "") for m in sorted(builds)}),
+        "build_warnings": json.dumps({m: builds[m].get("warnings", []) for m in sorted(builds)
+                                      if builds[m].get("warnings")}),
+        "compiler_flags": " | ".join(flags),
+        "hosts": ",".join(sorted(runs.all_hosts)),
+        "cpu_model": cpu_model(),
+        "os": os_description(),
+        "timer_resolution_s": (float(np.nanmin(runs.resolution)) if np.isfinite(runs.resolution).any()
+                               else np.nan),
+        "first_launch": min((s for s in runs.started.ravel() if s), default=""),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "refused_files": json.dumps([str(e) for e in refused]),
+    }

@@ -1,0 +1,62 @@
+"""A dataset as one tidy table: a row per measured point (library, placement, kernel, size,
+launch), for spreadsheets, R, pandas or a database.
+
+Columns: the point's labels and its placement's shape (nodes, ppn, nprocs); `count` (samples),
+the per-point statistics in seconds (mean, median, min, iqm, std, p50, p90, p99 from the point's
+quantiles) and the 95% interval of the median (`median_ci_low_s`, `median_ci_high_s`);
+`bandwidth_MBps`, the report's bandwidth (commbench.data.quantities.bandwidth: bytes moved / median time, in
+MB/s = 1e6 B/s); and `settled`, `rse`, `iters_per_sample`, `errors`, and where the dataset has
+them, each library row's `imported` and `source`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import xarray as xr
+
+from commbench.data.samples import POINT_DIMS
+from commbench.data.quantities import bandwidth, percentiles
+from commbench.io.tables import write_table
+
+FORMATS = ("csv", "parquet")   # of commbench.io.tables, those export writes
+MB = 1e6
+RECORDS = ("settled", "rse", "iters_per_sample", "errors")
+
+
+def points_table(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per point with samples, in the dataset's order (see the module's docstring)."""
+    measured = ds["sample_count"] > 0
+    columns = {"count": ds["sample_count"]}
+    columns |= {f"{name}_s": ds[name] for name in ("mean", "median", "min", "iqm", "std")}
+    columns |= {f"{name}_s": values for name, values in percentiles(ds["quantiles"]).items()}
+    columns |= {"median_ci_low_s": ds["median_ci"].sel(bound="low", drop=True),
+                "median_ci_high_s": ds["median_ci"].sel(bound="high", drop=True),
+                "bandwidth_MBps": bandwidth(ds["median"], ds["size"]) / MB}
+    columns |= {name: ds[name] for name in RECORDS if name in ds}
+    table = xr.Dataset(columns).reset_coords(drop=True).to_dataframe().reset_index()
+    table = table[measured.transpose(*POINT_DIMS).values.ravel()]
+    labels = [coord for coord in ("nodes", "ppn", "nprocs") if coord in ds.coords] \
+        + [coord for coord in ("imported", "source") if coord in ds.coords]
+    for coord in labels:
+        dim = ds[coord].dims[0]
+        table.insert(len(POINT_DIMS) + labels.index(coord), coord,
+                     table[dim].map(dict(zip(ds[dim].values.tolist(), ds[coord].values.tolist()))))
+    return table.reset_index(drop=True)
+
+
+def export(dataset, fmt: str | None = None, output=None) -> Path:
+    """Writes the points table of the dataset at `dataset` (a path open_campaign finds) to `output`,
+    default the dataset's path with the format's suffix; the format defaults to the output's suffix,
+    else csv. Returns the path written."""
+    from commbench.data.opening import open_campaign
+
+    if fmt is None:
+        suffix = Path(output).suffix.lstrip(".") if output else ""
+        fmt = suffix if suffix in FORMATS else "csv"
+    if fmt not in FORMATS:
+        raise ValueError(f"--format {fmt}: allowed values: {', '.join(FORMATS)}")
+    ds = open_campaign(dataset)
+    path = Path(output) if output else Path(ds.encoding.get("source", dataset)).with_suffix(f".{fmt}")
+    return write_table(points_table(ds), path, fmt)

@@ -1,0 +1,90 @@
+"""The history of a campaign's datasets: a dataset about to be replaced is kept in history/<its creation
+time>/ beside it, with its failures.jsonl."""
+
+from __future__ import annotations
+
+import filecmp
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+HISTORY = "history"          # results/<campaign>/history/<created>/: the datasets later collections replaced
+UNREADABLE = "-unreadable"   # suffix of a history folder holding a file that was not a commbench dataset
+
+
+def archive_previous(path, log=None) -> Path | None:
+    """Keeps the dataset about to be replaced at `path`: moves it, and the failures.jsonl beside it,
+    to history/<its creation time>/ in its folder (`commbench history` reads them as reruns). A file
+    there that is not a readable commbench dataset is moved too, to history/<mtime>-unreadable/:
+    whatever it is, nothing is lost. Returns the folder it went to, or None where there was no file."""
+    path, log = Path(path), log or sys.stderr
+    if not path.exists():
+        return None
+    created, problem = _creation_time(path)
+    stamp = _filesystem_stamp(created) if created else \
+        datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
+    folder = _history_folder(path, stamp + (UNREADABLE if problem else ""))
+    folder.mkdir(parents=True, exist_ok=True)
+    for file in (path, path.parent / "failures.jsonl"):
+        if file.exists():
+            _move_into(file, folder)
+    if problem:
+        print(f"{path}: not a readable commbench dataset ({problem}); moved aside to {folder}, "
+              "not read as a rerun", file=log)
+    else:
+        when = f"created {created}" if created else "no creation time: named by the file's"
+        print(f"{path}: the previous dataset ({when}) is kept in {folder}", file=log)
+    return folder
+
+
+def _creation_time(path: Path) -> tuple[str | None, str | None]:
+    """The dataset's `created` attribute (None if it has none: the file's time stands in) and, for a
+    file that is not a readable commbench dataset, why not."""
+    import netCDF4
+
+    try:
+        with netCDF4.Dataset(path) as nc:
+            attrs = {name: nc.getncattr(name) for name in nc.ncattrs()}
+    except (OSError, RuntimeError, ValueError) as error:
+        return None, f"cannot be read as netCDF: {error}"
+    if "commbench_version" not in attrs:
+        return None, "no commbench_version attribute"
+    created = str(attrs.get("created", ""))
+    try:
+        datetime.fromisoformat(created)
+    except ValueError:
+        return None, None
+    return created, None
+
+
+def _filesystem_stamp(created: str) -> str:
+    """2026-11-24T16:39:19+00:00 -> 2026-11-24T163919Z (UTC; no colons, which some file systems refuse)."""
+    moment = datetime.fromisoformat(created)
+    moment = moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H%M%SZ")
+
+
+def _history_folder(path: Path, stamp: str) -> Path:
+    """history/<stamp>/, or the first of <stamp>-2, -3, ... whose dataset is not a different file
+    (two collections in one second; or the same one kept twice, restored after a failed collection)."""
+    history = path.parent / HISTORY
+    for attempt in range(1, 1000):
+        folder = history / (stamp if attempt == 1 else f"{stamp}-{attempt}")
+        kept = folder / path.name
+        if not kept.exists() or filecmp.cmp(path, kept, shallow=False):
+            return folder
+    raise FileExistsError(f"{history}: no free folder for {stamp}")
+
+
+def _move_into(file: Path, folder: Path) -> None:
+    """Moves `file` into `folder`; a copy already there with the same bytes makes it a duplicate to
+    drop, one with other bytes keeps both (the newcomer numbered)."""
+    target = folder / file.name
+    if target.exists() and filecmp.cmp(file, target, shallow=False):
+        file.unlink()
+        return
+    number = 2
+    while target.exists():
+        target = folder / f"{file.stem}.{number}{file.suffix}"
+        number += 1
+    file.replace(target)

@@ -1,0 +1,41 @@
+"""Writing a campaign dataset to netCDF: CF-encoded, compressed, and never seen half-written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from commbench.io import conventions
+from commbench.io.archive import archive_previous
+
+SAMPLES_CHUNK = 1 << 22   # samples copied into the file at a time (32 MiB)
+
+
+def write_dataset(ds: xr.Dataset, path, keep_previous: bool = True, log=None) -> None:
+    """netCDF4 with compression, written beside the target first so a reader never sees half a
+    file. The ragged samples are copied in chunks, so a dataset whose samples are a memory map
+    (collect's streaming) is written without holding them all in memory. A dataset already at
+    `path` is kept in history/ (archive_previous) unless keep_previous is False."""
+    import netCDF4
+
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    rest, encoding = conventions.encode(ds.drop_vars("time"), path)   # status as CF flags, started as CF time
+    encoding |= {name: {"zlib": True, "complevel": 4} for name, var in rest.data_vars.items()
+                 if var.dtype.kind == "f"}
+    rest.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
+    time = ds["time"]
+    count = time.sizes["sample"]
+    with netCDF4.Dataset(tmp, "a") as nc:
+        nc.createDimension("sample", count or None)
+        variable = nc.createVariable("time", "f8", ("sample",), zlib=True, complevel=1, shuffle=True,
+                                     chunksizes=(min(max(count, 1), 1 << 20),))
+        variable.setncatts(time.attrs)
+        values = time.data            # a memory map stays one: only each chunk is read
+        for start in range(0, count, SAMPLES_CHUNK):
+            variable[start:start + SAMPLES_CHUNK] = np.asarray(values[start:start + SAMPLES_CHUNK], dtype=np.float64)
+    if keep_previous:
+        archive_previous(path, log=log)   # only now: a collection that fails to write keeps the old one in place
+    tmp.replace(path)

@@ -1,0 +1,154 @@
+"""One launch: mpiexec of commbench-kernels for a (library, placement, kernel), with a time limit.
+
+The launch is planned (commbench.launch.plan: the command, its environment, the
+emulation of several nodes on one host), then run under a supervisor
+(commbench.launch.supervision) that leaves none of its processes behind.
+
+The launch always ends in one complete raw file, written atomically: a
+"launch" record (what ran, how, and whether it succeeded) followed, on
+success, by the kernel's own run / point / end records. A failed, killed or
+incomplete launch keeps only its launch record: partial output is never merged.
+A launch that cannot run at all (its library's environment or build failed, or
+the kernel or placement is unsupported there) is recorded the same way, with
+that status and why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from commbench.io.raw import NOT_RUN, failure_reason, launch_record, read_complete_output, write_raw_file
+from commbench.launch import netem
+from commbench.launch import vnodes
+from commbench.launch.libraries import in_environment
+from commbench.launch.placement import Placement, allocated_hosts, slurm_allocation
+from commbench.launch.plan import Unsupported, emulation_of, plan_launch
+from commbench.launch.supervision import KILL_GRACE_S, STDERR_TAIL_CHARS, ConsoleStream, end_launch, supervised_command
+
+
+
+def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: list[str], placement: Placement,
+               library: str, launch: int, output, timeout_s: float,
+               library_env: dict[str, str] | None = None, log=None, scratch=None,
+               settings: dict | None = None) -> dict:
+    """Runs one launch and writes `output`; returns its launch record. Never raises for a failed run.
+
+    `installation` and `build` are the library's library.json and build.json records. A launch
+    they rule out (a failed environment or build, a kernel the build left out) is recorded with
+    that status and reason, without starting anything. The launch gets a private directory under
+    `scratch` for any files it makes (io kernels); it is removed when the launch ends, however it
+    ends. `settings` (the campaign's view of the launch) is kept in the launch record, so that a
+    later campaign can tell whether rerunning it would replace these results with differently
+    configured ones."""
+    meta = {"library": library, "mpi": installation.get("name"), "family": installation.get("family"),
+            "library_version": installation.get("version"), "launcher": installation.get("launcher"),
+            "placement": placement.name, "nodes": placement.nodes, "ppn": placement.ppn,
+            "nprocs": placement.nprocs, "kernel": kernel, "launch": launch}
+    if settings is not None:
+        meta["settings"] = settings
+    not_run = _not_runnable(installation, build, kernel_args[0])
+    if not_run:
+        return record_not_run(Path(output), meta, *not_run)
+    Path(scratch or tempfile.gettempdir()).mkdir(parents=True, exist_ok=True)
+    private = tempfile.mkdtemp(prefix=f"commbench-{library}-{placement.name}-{kernel}-{launch}-",
+                               dir=scratch or None)
+    try:
+        with contextlib.ExitStack() as cleanup:   # removes the launch's virtual nodes, if it has them
+            return _run_launch(installation, build["binary"], [*kernel_args, "--scratch", private], placement,
+                               meta, output, timeout_s, library_env, log, cleanup)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _not_runnable(installation: dict, build: dict, kernel: str) -> tuple[str, str] | None:
+    """(status, reason) when this library cannot run the kernel at all, else None."""
+    if installation.get("status", "ok") != "ok":
+        return installation["status"], installation.get("reason", "")
+    if build.get("status", "ok") != "ok":
+        return build["status"], build.get("reason", "")
+    if kernel in build.get("unsupported", {}):
+        return "unsupported", build["unsupported"][kernel]
+    return None
+
+
+def record_not_run(output: Path, meta: dict, status: str, reason: str) -> dict:
+    """The raw file of a launch that was never started: its launch record alone, saying why (failed:
+    its virtual nodes could not be made)."""
+    assert status in (*NOT_RUN, "failed"), status
+    output.parent.mkdir(parents=True, exist_ok=True)
+    record = launch_record(status, meta, reason=reason)
+    write_raw_file(output, record, [], output.with_name(output.name + ".partial"))
+    return record
+
+
+def _run_launch(installation, binary, kernel_args, placement, meta, output, timeout_s, library_env, log,
+                cleanup: contextlib.ExitStack) -> dict:
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_name(output.name + ".partial")
+    partial.unlink(missing_ok=True)
+    allocation = slurm_allocation(os.environ)
+    placement = replace(placement, hosts=allocated_hosts({**os.environ, **allocation}))
+    meta = {**meta, "transport": placement.transport, "emulated": placement.emulated, "network": placement.network,
+            "switch": placement.switch}
+    cluster = None
+    try:
+        meta["emulation"] = emulation_of(placement)
+        if meta["emulation"] == "namespaces":
+            cluster = cleanup.enter_context(vnodes.virtual_cluster(placement.nodes, placement.network, placement.switch))
+        plan = plan_launch(installation, placement, str(Path(binary).resolve()), kernel_args,
+                           str(partial.resolve()), library_env, cluster=cluster)
+    except Unsupported as refusal:
+        return record_not_run(output, meta, "unsupported", str(refusal))
+    except vnodes.VirtualNodesError as error:
+        return record_not_run(output, meta, "failed", f"its virtual nodes could not be made: {error}")
+    env = {**os.environ, **allocation, **plan.env}
+    argv = in_environment(installation["env_dir"], shlex.join(plan.command))
+    if (placement.network or placement.switch) and not placement.emulated:
+        # The emulated link is a network namespace on one host; real hosts have their own links.
+        argv = ["sh", "-c", f"echo 'placement {placement.name}: an emulated network (network:, switch:) runs on "
+                f"one host only; this allocation has {placement.hosts} hosts' >&2; exit 2"]
+    elif cluster is not None:
+        # mpiexec starts on the first node, as on a cluster's first host; the links carry `network`.
+        argv = cluster.command_on(cluster.hostnames[0], argv)
+    elif placement.network:
+        argv = netem.wrap(shlex.join(argv), placement.network)
+    started = datetime.now(timezone.utc)
+    t0 = time.monotonic()
+    process = subprocess.Popen(supervised_command(argv, KILL_GRACE_S), env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               errors="replace", start_new_session=True)
+    streamed = ConsoleStream(process.stdout, log)
+    try:
+        process.wait(timeout=timeout_s)
+        status = "ok" if process.returncode == 0 else "failed"
+    except subprocess.TimeoutExpired:
+        end_launch(process, KILL_GRACE_S)
+        status = "timeout"
+    except BaseException:
+        # Interrupted (Ctrl-C, the workflow stopping us): the launch must not outlive us.
+        end_launch(process, KILL_GRACE_S)
+        raise
+    duration = time.monotonic() - t0
+    console = streamed.tail()
+    lines, problem = read_complete_output(partial)
+    if status == "ok" and problem:
+        status = "failed"
+    record = launch_record(status, meta, started, command=plan.command, env=plan.env, binding=plan.binding,
+                           exit_code=process.returncode, duration_s=round(duration, 3), timeout_s=timeout_s)
+    if status != "ok":
+        record["reason"] = failure_reason(status, process.returncode, problem, timeout_s)
+        if placement.network and cluster is None and (reason := netem.unavailable_reason()):
+            record["reason"] += f"; {reason}"
+        record["console_tail"] = console[-STDERR_TAIL_CHARS:]
+    write_raw_file(output, record, lines if status == "ok" else [], partial)
+    return record

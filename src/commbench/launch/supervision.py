@@ -1,0 +1,205 @@
+"""A launch's processes while it runs: the supervisor that starts it and leaves none of its processes
+behind however it ends, the console copied to the launch's log as it comes, and the ways to end a
+process tree that every part of commbench shares (launches, virtual nodes, interactive engines)."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+STDERR_TAIL_CHARS = 4000
+KILL_GRACE_S = 3.0   # how long mpiexec may take to end its ranks before they are killed
+
+
+# -- ending processes -------------------------------------------------------------------------------
+# descendants() and kill_all() also run inside the supervisor (`python -I -S -c`, the standard library
+# alone), as part of its source: they use nothing but os and signal.
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root` (its children, theirs, ...), read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            found.append(pid)
+            todo.append(pid)
+    return found
+
+
+def kill_all(pids, signum: int = signal.SIGKILL) -> None:
+    """Sends `signum` to every process of `pids`; one already gone (or not ours) is passed over."""
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs; a zombie (ended, not yet waited for) counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def end_processes(pids, grace_s: float = 5.0, first: int | None = signal.SIGTERM) -> None:
+    """Ends the processes `pids`: sends them `first` (None: nothing, they are ending on their own),
+    gives them `grace_s` to go, then kills those left."""
+    if first is not None:
+        kill_all(pids, first)
+    deadline = time.monotonic() + grace_s
+    left = [pid for pid in pids if alive(pid)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = [pid for pid in left if alive(pid)]
+    kill_all(left)
+
+
+# -- the supervisor ---------------------------------------------------------------------------------
+
+def _supervise() -> None:
+    """The first process of every launch; runs as `python -c <this function's source>` (with that of
+    descendants and kill_all) so that it starts in milliseconds and needs nothing beyond the
+    standard library.
+
+    argv: PARENT_PID GRACE_S COMMAND... It runs COMMAND and, however the launch ends, leaves
+    no process of it behind. MPI launchers put their proxies and ranks in sessions of their
+    own (Hydra) or let them outlive a killed mpiexec (PRRTE), so neither a process group nor
+    mpiexec's own clean-up is enough: this process adopts every orphan of the launch (child
+    subreaper) and kills all its descendants at the end. It also dies with its parent
+    (parent-death signal), so a launcher killed with SIGKILL (an interrupted workflow) does
+    not leave ranks spinning on the machine.
+    """
+    import ctypes
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    parent, grace_s, command = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig, pr_set_child_subreaper = 1, 36
+    libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+    libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+
+    class Stop(Exception):
+        pass
+
+    def stop(signum, frame):
+        raise Stop
+
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, stop)
+
+    def end_everything(first) -> None:
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, signal.SIG_IGN)
+        # mpiexec first, politely: it knows its ranks and may clean up shared memory.
+        if first is not None and first.poll() is None:
+            first.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + grace_s
+            while first.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+        give_up = time.monotonic() + 30  # a process stuck in the kernel (D state) cannot be killed
+        while time.monotonic() < give_up:
+            left = descendants(os.getpid())
+            if not left:
+                return
+            kill_all(left, signal.SIGKILL)
+            try:
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
+                pass
+            time.sleep(0.05)
+
+    first, code = None, 128 + int(signal.SIGTERM)
+    try:
+        if os.getppid() != parent:  # the launcher died before the parent-death signal was armed
+            raise Stop
+        first = subprocess.Popen(command)
+        code = first.wait()
+        code = 128 - code if code < 0 else code
+    except Stop:
+        pass
+    end_everything(first)
+    sys.exit(code)
+
+
+def supervised_command(argv: list[str], grace_s: float) -> list[str]:
+    """The command that runs `argv` under a supervisor (_supervise) that outlives none of it."""
+    import inspect
+
+    source = "\n".join(["import os", "import signal", "", inspect.getsource(descendants),
+                        inspect.getsource(kill_all), inspect.getsource(_supervise), "_supervise()", ""])
+    return [sys.executable, "-I", "-S", "-c", source, str(os.getpid()), str(grace_s), *argv]
+
+
+def end_launch(process: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """Ends a launch: its supervisor kills every process of it; the process group is the fallback."""
+    try:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=grace_s + 10)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    process.wait()
+
+
+# -- the console ------------------------------------------------------------------------------------
+
+class ConsoleStream:
+    """A launch's console (mpiexec's and the ranks' stdout and stderr) copied to its log line by line
+    as it comes, so that `tail -f` on the log shows each size as it is measured; the last
+    STDERR_TAIL_CHARS are kept for the launch record."""
+
+    def __init__(self, stream, log=None):
+        self._kept: collections.deque[str] = collections.deque()
+        self._kept_chars = 0
+        self._lock = threading.Lock()   # tail() may read while a line still comes in
+        self._copier = threading.Thread(target=self._copy, args=(stream, log), daemon=True)
+        self._copier.start()
+
+    def _copy(self, stream, log) -> None:
+        for line in stream:
+            if log is not None:
+                log.write(line)
+                log.flush()
+            with self._lock:
+                self._kept.append(line)
+                self._kept_chars += len(line)
+                while len(self._kept) > 1 and self._kept_chars - len(self._kept[0]) >= STDERR_TAIL_CHARS:
+                    self._kept_chars -= len(self._kept.popleft())
+
+    def tail(self, wait_s: float = 30.0) -> str:
+        """The end of the console once the launch's processes are gone (they close it; `wait_s` bounds
+        the wait should one have escaped)."""
+        self._copier.join(wait_s)
+        with self._lock:
+            return "".join(self._kept)[-STDERR_TAIL_CHARS:]

@@ -1,0 +1,282 @@
+"""Making and removing clusters of virtual nodes.
+
+Each link (the node's veth pair) may carry a token-bucket rate and an MTU (the campaign's
+`network:` block). Both directions of a link share one bucket (an ifb device in the node that
+all of eth0's traffic passes), as they share the loopback's in the loopback emulation: a bucket
+per direction would bank the idle reverse leg of a ping-pong and carry each small message at
+twice the rate, and a bucket small enough not to bank (a packet, as a wire) cannot keep 1 Gbit/s
+here (86 MB/s of 119.5 with two packets). A `switch:` rate shapes all traffic that enters the
+bridge together (every node's uplink passes one ifb device), so that pairs of nodes contend for
+it.
+
+The run directory's `owner` file says which process made a cluster. `virtual_cluster()`
+removes everything however its block ends (exception, SIGTERM, SIGHUP); a cluster whose owner
+was killed outright is removed by the next `sweep()`, which every new cluster runs first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from commbench.launch import netem
+from commbench.launch.supervision import kill_all
+from commbench.launch.vnodes.cluster import (CLUSTER_NAME, RUN_ROOT, VirtualCluster, VirtualNodesError, _run,
+                                             cpuset_root, plan)
+from commbench.launch.vnodes.node_exec import node_exec_script, processes_on
+
+COMMANDS = ("ip", "nsenter", "unshare", "mount")
+KILL_WAIT_S = 5.0
+LINK_SHAPER = "shaper"         # in each node: the ifb whose token bucket is the node's link
+STAGING_PREFIX = ".new-"       # a run directory being made; one older than STAGING_STALE_S was abandoned
+STAGING_STALE_S = 60.0
+
+
+# -- owners and the sweep -------------------------------------------------------------------------
+
+def _start_time(pid: int) -> str | None:
+    """A process's start time in clock ticks since boot: with its pid, it names one process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def owner_of(name: str) -> int | None:
+    """The pid of the process that made the cluster `name` while that process lives, else None."""
+    try:
+        owner = json.loads((RUN_ROOT / name / "owner").read_text())
+    except (OSError, ValueError):
+        return None
+    return owner["pid"] if _start_time(owner["pid"]) == owner["start"] else None
+
+
+def existing_clusters() -> set[str]:
+    """Names of the clusters that have anything left on this host: a run directory, a namespace,
+    a link in this network namespace or a cgroup."""
+    found = set()
+    if RUN_ROOT.is_dir():
+        found.update(entry.name for entry in RUN_ROOT.iterdir())
+    found.update(line.split()[0] for line in _run(["ip", "netns", "list"], check=False).stdout.splitlines()
+                 if line.strip())
+    found.update(line.split(":")[1].strip().split("@")[0] for line in
+                 _run(["ip", "-o", "link", "show"], check=False).stdout.splitlines() if line.count(":") >= 2)
+    root = cpuset_root()
+    if root is not None and root.is_dir():
+        found.update(entry.name for entry in root.iterdir() if entry.is_dir())
+    return {match.group(1) for name in found if (match := CLUSTER_NAME.match(name))}
+
+
+def sweep() -> list[str]:
+    """Removes every cluster whose owning process is gone (a launch killed with SIGKILL leaves its
+    cluster behind); returns their names. Clusters of running processes are left alone."""
+    stale = sorted(name for name in existing_clusters() if owner_of(name) is None)
+    for name in stale:
+        destroy(name)
+    for staging in RUN_ROOT.glob(STAGING_PREFIX + "*") if RUN_ROOT.is_dir() else ():
+        with contextlib.suppress(OSError):
+            if time.time() - staging.stat().st_mtime > STAGING_STALE_S:
+                shutil.rmtree(staging)
+    return stale
+
+
+# -- making and removing a cluster ----------------------------------------------------------------
+
+def create(cluster: VirtualCluster) -> None:
+    """Makes everything the cluster names. Its owner (this process) is recorded first, so that a
+    sweep never takes a cluster being made for a stale one; on failure, what was made stays for
+    destroy() (virtual_cluster() calls it)."""
+    reason = unavailable_reason(probe=False)
+    if reason:
+        raise VirtualNodesError(reason)
+    # The directory appears with its owner in it (made aside, then renamed): a sweep never sees it ownerless.
+    RUN_ROOT.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=RUN_ROOT))
+    (staging / "owner").write_text(json.dumps({"pid": os.getpid(), "start": _start_time(os.getpid())}))
+    staging.rename(cluster.directory)
+    hosts = ["127.0.0.1 localhost"] + [f"{node.address} {node.hostname}" for node in cluster.nodes]
+    if cluster.host_address:   # the nodes reach the host that made them by its name
+        hosts.append(f"{cluster.host_address} {socket.gethostname()}")
+    (cluster.directory / "hosts").write_text("\n".join(hosts) + "\n")
+    for node in cluster.nodes:
+        (cluster.directory / f"{node.hostname}.boot_id").write_text(f"{uuid.uuid4()}\n")
+    try:
+        _make_cpusets(cluster)
+    except OSError as error:
+        raise VirtualNodesError(f"the nodes' cpusets under {cluster.cpuset_root} could not be made: {error}") from None
+    _make_network(cluster)
+    cluster.exec_script.write_text(node_exec_script(cluster))
+    cluster.exec_script.chmod(0o755)
+
+
+def _make_cpusets(cluster: VirtualCluster) -> None:
+    parent = cluster.cpuset_root / cluster.name
+    parent.mkdir()
+    v1 = not (cluster.cpuset_root / "cgroup.controllers").exists()
+    mems = (cluster.cpuset_root / "cpuset.mems").read_text().strip() if v1 else ""
+    if v1:   # a v1 cpuset takes no task until its CPUs and memory nodes are set, the parent's first
+        (parent / "cpuset.cpus").write_text(_cpu_list(c for node in cluster.nodes for c in node.cpus))
+        (parent / "cpuset.mems").write_text(mems)
+    else:
+        (parent / "cgroup.subtree_control").write_text("+cpuset")
+    for node in cluster.nodes:
+        cgroup = cluster.cgroup(node)
+        cgroup.mkdir()
+        (cgroup / "cpuset.cpus").write_text(_cpu_list(node.cpus))
+        if v1:
+            (cgroup / "cpuset.mems").write_text(mems)
+
+
+def _cpu_list(cpus) -> str:
+    return ",".join(map(str, sorted(set(cpus))))
+
+
+def _make_network(cluster: VirtualCluster) -> None:
+    mtu = str((cluster.network or {}).get("mtu", 1500))
+    # Bridged frames skip the host's packet filter: a FORWARD policy of DROP (Docker's) would
+    # otherwise drop traffic between nodes.
+    _run(["ip", "link", "add", cluster.bridge, "type", "bridge", "nf_call_iptables", "0",
+          "nf_call_ip6tables", "0", "nf_call_arptables", "0"])
+    _run(["ip", "link", "set", cluster.bridge, "mtu", mtu, "up"])
+    if cluster.host_address:
+        _run(["ip", "addr", "add", f"{cluster.host_address}/24", "dev", cluster.bridge])
+    if cluster.switch:
+        _run(["ip", "link", "add", cluster.switch_device, "type", "ifb"])
+        _run(["ip", "link", "set", cluster.switch_device, "mtu", mtu, "up"])
+        _run(["tc", "qdisc", "add", "dev", cluster.switch_device, "root",
+              *netem.tbf_arguments(cluster.switch["rate"], int(mtu))])
+    for index, node in enumerate(cluster.nodes):
+        netns, link = cluster.netns(node), cluster.host_link(index)
+        _run(["ip", "netns", "add", netns])
+        _run(["ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", netns])
+        _run(["ip", "link", "set", link, "master", cluster.bridge, "mtu", mtu, "up"])
+        _run(["ip", "-n", netns, "link", "set", "lo", "up"])
+        _run(["ip", "-n", netns, "link", "set", "eth0", "mtu", mtu, "up"])
+        _run(["ip", "-n", netns, "addr", "add", f"{node.address}/24", "dev", "eth0"])
+        if cluster.network:   # the link's one token bucket, in the node, for what it sends and receives
+            _run(["ip", "-n", netns, "link", "add", LINK_SHAPER, "type", "ifb"])
+            _run(["ip", "-n", netns, "link", "set", LINK_SHAPER, "mtu", mtu, "up"])
+            _run(["tc", "-n", netns, "qdisc", "add", "dev", LINK_SHAPER, "root",
+                  *netem.tbf_arguments(cluster.network["rate"], int(mtu))])
+            _shape_through("eth0", ("egress", "ingress"), LINK_SHAPER, netns)
+        if cluster.switch:    # what the node sends enters the switch's one token bucket
+            _shape_through(link, ("ingress",), cluster.switch_device)
+
+
+def _shape_through(device: str, hooks: tuple[str, ...], shaper: str, netns: str | None = None) -> None:
+    """Every packet that passes `device` at `hooks` (egress, ingress) first waits in the queue of
+    `shaper` (an ifb device, whose token bucket paces it), then goes on its way."""
+    tc = ["tc", "-n", netns] if netns else ["tc"]
+    _run([*tc, "qdisc", "add", "dev", device, "clsact"])
+    for hook in hooks:
+        _run([*tc, "filter", "add", "dev", device, hook, "protocol", "all", "u32", "match", "u32", "0", "0",
+              "action", "mirred", "egress", "redirect", "dev", shaper])
+
+
+def destroy(name: str) -> None:
+    """Removes everything of the cluster `name` that is left, ending any process still on its nodes
+    first (a namespace lives as long as a process in it). Never raises for what is already gone."""
+    deadline = time.monotonic() + KILL_WAIT_S
+    while (pids := processes_on(name)) and time.monotonic() < deadline:
+        kill_all(pids)
+        time.sleep(0.05)
+    for line in _run(["ip", "netns", "list"], check=False).stdout.splitlines():
+        if line.strip() and line.split()[0].startswith(name + "-"):
+            _run(["ip", "netns", "delete", line.split()[0]], check=False)
+    for line in _run(["ip", "-o", "link", "show"], check=False).stdout.splitlines():
+        link = line.split(":")[1].strip().split("@")[0] if line.count(":") >= 2 else ""
+        if link.startswith(name):
+            _run(["ip", "link", "delete", link], check=False)
+    root = cpuset_root()
+    if root is not None and (root / name).is_dir():
+        for cgroup in (root / name).iterdir():
+            if cgroup.is_dir():
+                with contextlib.suppress(OSError):
+                    cgroup.rmdir()
+        with contextlib.suppress(OSError):
+            (root / name).rmdir()
+    shutil.rmtree(RUN_ROOT / name, ignore_errors=True)
+
+
+def _handle(numbers, handler, only_default: bool = False) -> dict:
+    """Installs `handler` for the signals `numbers` (those left at their default, with
+    `only_default`) and returns the handlers it replaced. Only the main thread may do so; elsewhere
+    nothing is installed."""
+    replaced = {}
+    if threading.current_thread() is threading.main_thread():
+        for number in numbers:
+            if not only_default or signal.getsignal(number) == signal.SIG_DFL:
+                replaced[number] = signal.signal(number, handler)
+    return replaced
+
+
+def _restore(replaced: dict) -> None:
+    for number, previous in replaced.items():
+        signal.signal(number, previous)
+
+
+def _exit(signum: int, frame=None):
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def virtual_cluster(nodes: int, network: dict | None = None, switch: dict | None = None, **options):
+    """A cluster of `nodes` virtual nodes for the block, removed however the block ends. Stale
+    clusters of killed owners are swept first. `options` go to plan().
+
+    SIGTERM and SIGHUP end the block with SystemExit, as Ctrl-C ends it with KeyboardInterrupt, so
+    that the clean-up runs (handlers someone else installed are kept); a signal that comes during
+    the clean-up waits for its end."""
+    replaced = _handle((signal.SIGTERM, signal.SIGHUP), _exit, only_default=True)
+    try:
+        sweep()
+        cluster = plan(nodes, network, switch, **options)
+        try:
+            create(cluster)
+            yield cluster
+        finally:
+            pending = []
+            held = _handle((signal.SIGTERM, signal.SIGHUP, signal.SIGINT), lambda signum, frame: pending.append(signum))
+            try:
+                destroy(cluster.name)
+            finally:
+                _restore(held)
+            for signum in pending[:1]:
+                signal.raise_signal(signum)
+    finally:
+        _restore(replaced)
+
+
+@functools.cache
+def unavailable_reason(probe: bool = True) -> str | None:
+    """None if this host can make virtual nodes, else why not (for records, messages and skips).
+    With `probe`, a two-node cluster is made and removed once per process: the one sure test."""
+    if os.geteuid() != 0:
+        return "virtual nodes need root (network namespaces, a bridge and cgroups)"
+    missing = [command for command in (*COMMANDS, "tc") if shutil.which(command) is None]
+    if missing:
+        return f"virtual nodes need {', '.join(missing)} (packages iproute2, util-linux, mount)"
+    if cpuset_root() is None:
+        return "virtual nodes need a cpuset cgroup (cgroup v1's cpuset hierarchy or cgroup v2 with cpuset enabled)"
+    if not probe:
+        return None
+    try:
+        with virtual_cluster(2, network={"rate": "1gbit", "mtu": 1500}, switch={"rate": "1gbit"}) as cluster:
+            done = subprocess.run(cluster.command_on(cluster.hostnames[1], ["uname", "-n"]), capture_output=True,
+                                  text=True, timeout=30)
+            if done.stdout.strip() != cluster.hostnames[1]:
+                return f"a virtual node could not run a command: {(done.stderr or done.stdout).strip()[:300]}"
+    except (VirtualNodesError, OSError, subprocess.SubprocessError) as error:
+        return f"virtual nodes cannot be made here: {str(error)[:300]}"
+    return None

@@ -1,0 +1,28 @@
+"""HoloViews' plotting backends for the report's figures: Bokeh for the interactive pages,
+matplotlib for the static copies; a figure is built once per backend."""
+
+from __future__ import annotations
+
+import importlib
+
+import holoviews as hv
+
+from commbench.report.elements import Figure
+
+
+def load_backend(backend: str) -> None:
+    """HoloViews' plotting for `backend`, registered without hv.extension's notebook output (which a
+    forked drawing process must not send: the kernel's channels belong to its parent)."""
+    if backend not in hv.Store.renderers:
+        importlib.import_module({"bokeh": "holoviews.plotting.bokeh", "matplotlib": "holoviews.plotting.mpl"}[backend])
+
+
+def build_with(backend: str, figure: Figure):
+    """The figure's HoloViews object with `backend`'s options (hvPlot styles for the current one)."""
+    load_backend(backend)
+    previous = hv.Store.current_backend
+    hv.Store.set_current_backend(backend)
+    try:
+        return figure.build()
+    finally:
+        hv.Store.set_current_backend(previous)

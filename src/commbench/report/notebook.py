@@ -1,0 +1,34 @@
+"""The report as a notebook's output: `run_report_notebook` executes notebooks/04-report.ipynb
+with papermill (the workflow's report rule and `make report` both go through it), so the report
+is always the notebook's output.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from commbench.locations import ROOT
+from commbench.report.document import report_dir
+
+NOTEBOOK = ROOT / "notebooks" / "04-report.ipynb"
+
+
+def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK, baseline=None) -> Path:
+    """Executes notebooks/04-report.ipynb with papermill on `dataset`; the executed copy is kept
+    beside the report (report.ipynb) as the record of how it was made. The figures are drawn
+    into report.html and figures/ only, not into the executed notebook as well. With `baseline`
+    (another campaign's dataset) the report also compares this campaign against it."""
+    import papermill
+
+    from commbench.report.stderr_log import stderr_to
+
+    output_dir = Path(output_dir) if output_dir else report_dir(dataset)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    executed = output_dir / "report.ipynb"
+    # The kernel's own warnings (transport, debugger, frozen modules) go to a log, not the terminal.
+    with stderr_to(output_dir / "logs" / "report-kernel.log"):
+        papermill.execute_notebook(str(notebook), str(executed), cwd=str(ROOT), progress_bar=False,
+                                   parameters={"dataset": str(Path(dataset).resolve()),
+                                               "output_dir": str(output_dir.resolve()), "show_figures": False,
+                                               "baseline": str(Path(baseline).resolve()) if baseline else ""})
+    return output_dir / "report.html"

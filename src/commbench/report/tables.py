@@ -1,0 +1,214 @@
+"""The report's tables: the study tables built from a campaign dataset alone (latency and
+bandwidth per library and placement with each curve's regimes, the halo speed-up, multi-pair
+bandwidth), each a `Table` or a `Skipped` that says what the dataset lacks, and the tables every
+report has (findings, failed launches, integrity errors, provenance).
+
+Units: bytes and seconds in the data, MB/s = 1e6 B/s and microseconds in tables,
+as the reports do.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from commbench.analysis import models
+from commbench.campaign import kernel_of
+from commbench.report.analysis_table import MB, US, ReportData, _rows_of
+from commbench.report.elements import Skipped, Table
+from commbench.units import format_size
+
+
+def performance_table(data: ReportData) -> Table | Skipped:
+    """The switch-table view: latency (mean, median, P90, P99) and uni-/bi-directional bandwidth per
+    library and placement, with each curve's regimes and their 95% intervals, and the single-line
+    Hockney fit where it describes the curve."""
+    kernel = data.main_kernel()
+    title = "Latency and bandwidth per library and placement"
+    if kernel is None:
+        return Skipped("performance-table", title, "needs a ping-pong or stream kernel")
+    points = data.points
+    fit = data.ds.sel(kernel=[kernel]).commbench.fit("regimes")
+    rows = []
+    for (library, placement), mine in points[points["kernel"] == kernel].groupby(["library", "placement"]):
+        smallest, largest = mine.loc[mine["size"].idxmin()], mine.loc[mine["size"].idxmax()]
+        latency = f"latency at {int(smallest['size'])} B (us)"
+        row = {"library": library, "placement": placement,
+               f"{latency}: mean": round(smallest["mean_us"], 3),
+               f"{latency}: P50 (median)": round(smallest["p50_us"], 3),
+               f"{latency}: P90": round(smallest["p90_us"], 3),
+               f"{latency}: P99": round(smallest["p99_us"], 3),
+               f"{kernel} bandwidth at {int(largest['size'])} B (MB/s)": round(largest["bandwidth_MBps"], 1)}
+        # The switch tables' columns: the catalogue's `table` kernels (streaming bandwidth, the TCP
+        # baseline), and the `peak` a copy in memory reaches, against which the achieved bandwidth is judged.
+        columns = [(name, name) for name in data.kernels("table") if kernel_of(name) == name]
+        columns += [(f"{name} peak", name) for name in data.kernels("peak") if kernel_of(name) == name]
+        for column, other_kernel in columns:
+            peak = column.endswith(" peak")
+            other = points[(points["kernel"] == other_kernel) & (points["library"] == library)
+                           & (points["placement"] == placement)]
+            if peak and other.empty:      # a copy in memory runs on one rank: any placement will do
+                other = points[(points["kernel"] == other_kernel) & (points["library"] == library)]
+            if len(other):
+                top = other.loc[other["size"].idxmax()]
+                row[f"{column} at {int(top['size'])} B (MB/s)"] = round(top["bandwidth_MBps"], 1)
+                if peak:
+                    best = max(v for k, v in row.items() if "(MB/s)" in k and " peak " not in k)
+                    row[f"best achieved / {column}"] = round(best / top["bandwidth_MBps"], 3)
+        if "latency_s" in fit and np.isfinite(fit["latency_s"].sel(library=library, placement=placement,
+                                                                     kernel=kernel)):
+            row.update(regime_columns(fit.sel(library=library, placement=placement, kernel=kernel)))
+        rows.append(row)
+    return Table("performance-table", title,
+                 f"{kernel}. Latency at the smallest size: mean over all samples; P50, P90 and P99 of a typical "
+                 f"launch (the median over launches of each launch's percentile; P50 is the median). Bandwidth: "
+                 f"bytes moved / median time; stream columns where the campaign ran them. Regimes from a "
+                 f"piecewise alpha-beta fit (segments chosen by BIC): the first regime's latency, the last "
+                 f"regime's asymptotic bandwidth, and between which measured sizes each new regime starts. "
+                 f"The single-line Hockney fit T = latency + size / bandwidth is shown only where it fits: "
+                 f"its relative residual is within {models.NOISE_Z:g} standard errors of the point's median "
+                 f"(from the spread of its samples and launches) at all but {models.MISFIT_FRACTION:.0%} of "
+                 f"the sizes; elsewhere it lies between regimes and describes none.", pd.DataFrame(rows))
+
+
+def regime_columns(cell: xr.Dataset) -> dict:
+    """A curve's fit_regimes result (ds.commbench.fit("regimes") at one curve) as table columns."""
+    switches = [(low, high) for low, high in cell["switch_interval_bytes"].values if np.isfinite(high)]
+    n_sizes, beyond = int(cell["n_sizes"]), int(cell["beyond_noise"])
+    fits = bool(cell["hockney_fits"])
+    return {
+        "latency, first regime (us) [95%]": _with_interval(cell["latency_s"] / US, cell["latency_interval_s"] / US),
+        "bandwidth, last regime (MB/s) [95%]": _with_interval(cell["bandwidth_Bps"] / MB,
+                                                              cell["bandwidth_interval_Bps"] / MB),
+        "regime switches": "; ".join(f"between {_exact_size(low)} and {_exact_size(high)}"
+                                     for low, high in switches) or "none",
+        "Hockney fit": (f"fits: {n_sizes - beyond} of {n_sizes} sizes within noise" if fits
+                        else f"does not fit: {beyond} of {n_sizes} sizes beyond noise"),
+        "Hockney latency (us) [95%]": _with_interval(cell["hockney_latency_s"] / US,
+                                                     cell["hockney_latency_interval_s"] / US) if fits else "-",
+        "Hockney bandwidth (MB/s) [95%]": _with_interval(cell["hockney_bandwidth_Bps"] / MB,
+                                                         cell["hockney_bandwidth_interval_Bps"] / MB) if fits else "-",
+    }
+
+
+def _exact_size(size: float) -> str:
+    """format_size where it is exact ('16 KiB'), else bytes ('16381 B', not a rounded '16 KiB'): a
+    switch between 16381 B and 16 KiB must not read as one between 16 KiB and 16 KiB."""
+    text = format_size(size)
+    number, unit = text.split()
+    exact = float(number) * 1024 ** ("B", "KiB", "MiB", "GiB", "TiB").index(unit) == size
+    return text if exact else f"{int(size)} B"
+
+
+def _with_interval(value: xr.DataArray, interval: xr.DataArray) -> str:
+    value, (low, high) = float(value), interval.values.astype(float)
+    if not np.isfinite(value):
+        return "n/a"
+    if np.isfinite(low) and np.isfinite(high):
+        return f"{_figure(value)} [{_figure(low)}, {_figure(high)}]"
+    return _figure(value)
+
+
+def _figure(value: float) -> str:
+    """Four significant figures, or a whole number from 1e4 to 1e7 ('15024' MB/s, not '1.502e+04')."""
+    return f"{value:.0f}" if 1e4 <= abs(value) < 1e7 else f"{value:.4g}"
+
+
+def halo_speedup_table(data: ReportData) -> Table | Skipped:
+    """EPCC's halo question: what overlapping the swap with non-blocking calls buys."""
+    title = "Halo exchange: blocking against non-blocking"
+    halos = data.kernels("halo")
+    blocking = [k for k in halos if data.option(k, "halo", "blocking") == "blocking"]
+    nonblocking = [k for k in halos if data.option(k, "halo", "blocking") == "nonblocking"]
+    if not (blocking and nonblocking):
+        return Skipped("halo-speedup", title, "needs halo.jacobi2d run blocking and nonblocking")
+    points = data.points.set_index(["library", "placement", "size", "kernel"])["median_s"]
+    rows = []
+    for (library, placement, size), _ in data.points[data.points["kernel"].isin(halos)].groupby(
+            ["library", "placement", "size"]):
+        try:
+            t_block, t_over = points[(library, placement, size, blocking[0])], points[(library, placement, size,
+                                                                                        nonblocking[0])]
+        except KeyError:
+            continue
+        rows.append({"library": library, "placement": placement, "size (B)": size,
+                     "blocking (us)": round(t_block / US, 2), "non-blocking (us)": round(t_over / US, 2),
+                     "speed-up": round(t_block / t_over, 3)})
+    return Table("halo-speedup", title, "Time per Jacobi iteration; speed-up = blocking / non-blocking "
+                 "(above 1: the non-blocking swap is faster).", pd.DataFrame(rows))
+
+
+def multipair_table(data: ReportData) -> Table | Skipped:
+    """The switch document's 'bandwidth with 1, 2, 4 tasks per node'."""
+    kernels = data.kernels("multipair")
+    if not kernels:
+        return Skipped("multipair-table", "Bandwidth per tasks per node", "needs a multipair.* kernel")
+    rows = _rows_of(data, kernels)
+    rows = rows[rows["size"] == rows.groupby("kernel")["size"].transform("max")]
+    pairs = (rows["nprocs"] // 2).clip(lower=1)
+    frame = pd.DataFrame({"library": rows["library"], "kernel": rows["kernel"], "placement": rows["placement"],
+                          "tasks per node": rows["ppn"], "size (B)": rows["size"],
+                          "aggregate (MB/s)": rows["bandwidth_MBps"].round(1),
+                          "per pair (MB/s)": (rows["bandwidth_MBps"] / pairs).round(1)})
+    return Table("multipair-table", "Bandwidth per tasks per node",
+                 "Multi-pair bandwidth at the largest size: all pairs together and per pair.",
+                 frame.sort_values(["library", "kernel", "tasks per node"]))
+
+
+TABLES = (performance_table, halo_speedup_table, multipair_table)
+
+
+def all_tables(data: ReportData) -> tuple[list[Table], list[Skipped]]:
+    made = [make(data) for make in TABLES]
+    return [t for t in made if isinstance(t, Table)], [t for t in made if isinstance(t, Skipped)]
+
+
+# ----------------------------------------------------------------------------- tables every report has
+
+def findings_table(data: ReportData) -> Table:
+    findings = data.findings
+    columns = ["library", "placement", "kernel", "kind", "size", "size_low", "size_high", "magnitude", "score",
+               "period", "period_low", "period_high", "modulus", "residue"]
+    frame = findings[[c for c in columns if c in findings]].dropna(axis=1, how="all")
+    return Table("findings", "Findings", "Every packet boundary, protocol switch, alignment effect and spike "
+                 "commbench.analysis.anomalies found (sizes in bytes, magnitude in seconds, score in noise units).", frame)
+
+
+def failed_runs_table(ds: xr.Dataset) -> Table:
+    failed = ds.commbench.failed_runs().reset_index()
+    return Table("failed-runs", "Failed launches", "Launches that gave no data (failed, timed out, refused, "
+                 "missing, or never run: their library's environment or build failed, or the library does not "
+                 "support the kernel, placement or a setting), with the reason; their cells are empty in every "
+                 "figure.", failed)
+
+
+def integrity_table(ds: xr.Dataset) -> Table:
+    """Points whose integrity check counted corrupted bytes: any is a reason to distrust the run."""
+    return Table("integrity-errors", "Integrity errors",
+                 "Points measured with --integrity whose messages arrived corrupted (count of bad messages).",
+                 ds.commbench.integrity_errors())
+
+
+def provenance_tables(ds: xr.Dataset) -> list[Table]:
+    libraries = pd.DataFrame({
+        "library": ds["library"].values,
+        "version": [str(v).strip().splitlines()[0] if str(v).strip() else "" for v in ds["library_version"].values],
+        "family": ds["family"].values, "compiler": ds["compiler"].values, "environment": ds["library_env"].values})
+    for extra in ("launcher", "library_status", "build_warnings"):   # datasets collected before these had none
+        if extra in ds.coords:
+            libraries[extra] = ds[extra].values
+    placement_coords = [c for c in ("nodes", "ppn", "nprocs", "transport", "emulated", "network_rate", "mtu")
+                        if c in ds.coords]
+    placements = ds[placement_coords].reset_coords()[placement_coords].to_dataframe().reset_index() \
+        if placement_coords else pd.DataFrame({"placement": ds["placement"].values})
+    keys = ("campaign", "campaign_file", "git_commit", "kernel_source_hash", "config_hash", "commbench_version",
+            "hosts", "cpu_model", "os", "compilers", "compiler_flags", "build_warnings", "timer_resolution_s",
+            "first_launch", "created")
+    run = pd.DataFrame({"key": [k for k in keys if k in ds.attrs], "value": [str(ds.attrs[k]) for k in keys
+                                                                            if k in ds.attrs]})
+    return [Table("provenance-run", "Campaign and machine", "Recorded in the dataset when it was collected.", run),
+            Table("provenance-libraries", "Libraries", "The library axis: each row its own environment and build.",
+                  libraries),
+            Table("provenance-placements", "Placements", "Nodes x processes per node; `emulated`: more than one "
+                  "node emulated on one host over the network path.", placements)]

@@ -1,0 +1,83 @@
+"""The package's architecture, held by the test suite: layers that import only downwards (import-linter
+contracts in pyproject.toml), one place for MPI family knowledge (commbench.launch.families) and for
+the kernels (kernels/catalogue.def), and modules small enough to read."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+PACKAGE = REPO / "src" / "commbench"
+MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "share" not in p.relative_to(PACKAGE).parts)
+MAX_MODULE_LINES = 400
+
+
+def test_import_contracts_hold():
+    """Nothing imports a layer above its own; launches never import xarray or pandas; analysis draws nothing."""
+    lint = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run([str(lint), "--config", str(REPO / "pyproject.toml")], cwd=REPO, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout
+
+
+def test_every_module_is_small_and_lives_in_its_layer():
+    long = {str(p.relative_to(PACKAGE)): n for p in MODULES if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert set(top) <= {"__init__.py", "cli.py", "units.py", "locations.py"}, top
+
+
+def _string_constants(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node
+
+
+def test_mpi_families_and_launchers_are_named_only_in_their_registry():
+    """No `== "openmpi"`, `"hydra" if ...` or {"mpich": ...} outside commbench/launch/families: a new
+    family is a class there, not a hunt through the code."""
+    names = {"mpich", "openmpi", "hydra", "orte", "prrte"}
+    found = []
+    for path in MODULES:
+        if "families" in path.relative_to(PACKAGE).parts:
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            compared = []
+            if isinstance(node, ast.Compare):
+                compared = [node.left, *node.comparators]
+            elif isinstance(node, ast.Dict):
+                compared = [key for key in node.keys if key is not None]
+            elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                compared = node.elts
+            for value in compared:
+                if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.lower() in names:
+                    found.append(f"{path.relative_to(REPO)}:{value.lineno}: {value.value!r}")
+    assert not found, "family or launcher names outside commbench.launch.families:\n" + "\n".join(found)
+
+
+def test_no_module_keeps_its_own_list_of_kernels():
+    """Kernel names come from the catalogue (kernels/catalogue.def through commbench.launch.catalogue);
+    a tuple, list or set of two or more kernel names in the package would be a copy that drifts."""
+    catalogue = (REPO / "kernels" / "catalogue.def").read_text()
+    kernels = set(__import__("re").findall(r'\.name = "([^"]+)"', catalogue))
+    assert len(kernels) > 40
+    found = []
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                named = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in kernels]
+                if len(set(named)) >= 2:
+                    found.append(f"{path.relative_to(REPO)}:{node.lineno}: {named}")
+    assert not found, "hand-kept kernel lists:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("layer", ["campaign", "io", "launch", "data", "analysis", "report", "interactive"])
+def test_each_layer_says_what_it_is_for(layer):
+    doc = ast.get_docstring(ast.parse((PACKAGE / layer / "__init__.py").read_text()))
+    assert doc and len(doc.split()) >= 8, f"commbench.{layer} has no docstring saying its job"
