@@ -15,9 +15,10 @@ time and peak memory (maximum resident set):
              against itself with one library row mapped onto another (as `commbench compare`)
   report     `commbench report`: the report and its static figures
 
-Targets (2 cores, 24 GiB): peak memory under 4 GiB in every step, the dataset on disk within 2x
-its samples in float64, collect + summary + fits + anomalies + compare under 10 minutes, the
-report under 5 minutes.
+Targets (2 cores, 24 GiB): peak memory under 4 GiB in every step and under 1 GiB in collect (its
+memory does not grow with the campaign: one launch's samples and one chunk of the dataset's at a
+time, so a half-size campaign peaks as high), the dataset on disk within 2x its samples in float64,
+collect + summary + fits + anomalies + compare under 10 minutes, the report under 5 minutes.
 
     python benchmarks/scale.py [--dir DIR] [--scale FRACTION]
 
@@ -40,6 +41,7 @@ LIBRARIES, PLACEMENTS, KERNELS, SIZES, LAUNCHES = 5, 8, 40, 80, 10
 COUNT_MEDIAN, COUNT_SIGMA, COUNT_RANGE = 200, 1.0, (10, 20_000)
 PLACEMENT_SHAPES = [(1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4), (4, 1), (4, 2)]
 MEMORY_TARGET = 4 * 2**30
+COLLECT_MEMORY_TARGET = 2**30
 TIME_TARGET_S = 600
 REPORT_TARGET_S = 300
 STEPS = ("generate", "collect", "open", "summary", "fits", "anomalies", "compare", "report")
@@ -174,12 +176,13 @@ def main() -> int:
     timed = sum(wall for name, wall, _ in rows if name in TIMED)
     report = next(wall for name, wall, _ in rows if name == "report")
     worst = max(peak for _, _, peak in rows)
+    collect = next(peak for name, _, peak in rows if name == "collect")
     print(f"samples {samples:,} ({samples * 8 / 2**30:.2f} GiB as float64); dataset on disk {disk / 2**30:.2f} GiB "
           f"({disk / (samples * 8):.2f}x, target <= 2x)")
     print(f"collect + summary + fits + anomalies + compare: {timed:.0f} s (target < {TIME_TARGET_S} s); "
           f"report {report:.0f} s (target < {REPORT_TARGET_S} s); largest peak memory {worst / 2**30:.2f} GiB "
-          "(target < 4 GiB)")
-    met = disk <= 2 * samples * 8 and worst < MEMORY_TARGET and \
+          f"(target < 4 GiB); collect's peak {collect / 2**30:.2f} GiB (target < 1 GiB)")
+    met = disk <= 2 * samples * 8 and worst < MEMORY_TARGET and collect < COLLECT_MEMORY_TARGET and \
         ((timed < TIME_TARGET_S and report < REPORT_TARGET_S) or args.scale != 1)
     print("targets met" if met else "targets NOT met")
     return 0 if met else 1

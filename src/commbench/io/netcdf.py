@@ -13,10 +13,20 @@ from commbench.io.archive import archive_previous
 SAMPLES_CHUNK = 1 << 22   # samples copied into the file at a time (32 MiB)
 
 
+def _chunk(values, start: int, count: int) -> np.ndarray:
+    """`count` samples from `start`. Collect's samples are a memory map of a file of float64s: read
+    from the file instead, because the pages a map has read stay in the process's memory until it is
+    unmapped, so writing them all would hold every sample at once (3.9 GiB at make scale's size)."""
+    if isinstance(values, np.memmap) and values.filename and values.offset == 0 and values.base is not None \
+            and values.size * values.itemsize == Path(values.filename).stat().st_size:
+        return np.fromfile(values.filename, dtype=np.float64, count=count, offset=start * values.itemsize)
+    return np.asarray(values[start:start + count], dtype=np.float64)
+
+
 def write_dataset(ds: xr.Dataset, path, keep_previous: bool = True, log=None) -> None:
     """netCDF4 with compression, written beside the target first so a reader never sees half a
     file. The ragged samples are copied in chunks, so a dataset whose samples are a memory map
-    (collect's streaming) is written without holding them all in memory. A dataset already at
+    (collect's streaming) is written holding one chunk in memory at a time. A dataset already at
     `path` is kept in history/ (archive_previous) unless keep_previous is False."""
     import netCDF4
 
@@ -33,9 +43,8 @@ def write_dataset(ds: xr.Dataset, path, keep_previous: bool = True, log=None) ->
         variable = nc.createVariable("time", "f8", ("sample",), zlib=True, complevel=1, shuffle=True,
                                      chunksizes=(min(max(count, 1), 1 << 20),))
         variable.setncatts(time.attrs)
-        values = time.data            # a memory map stays one: only each chunk is read
         for start in range(0, count, SAMPLES_CHUNK):
-            variable[start:start + SAMPLES_CHUNK] = np.asarray(values[start:start + SAMPLES_CHUNK], dtype=np.float64)
+            variable[start:start + SAMPLES_CHUNK] = _chunk(time.data, start, min(SAMPLES_CHUNK, count - start))
     if keep_previous:
         archive_previous(path, log=log)   # only now: a collection that fails to write keeps the old one in place
     tmp.replace(path)
