@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 RESULTS_VARIABLE = "COMMBENCH_RESULTS"
+CACHE_VARIABLE = "COMMBENCH_CACHE"
 
 
 def _is_checkout(directory: Path) -> bool:
@@ -54,3 +55,11 @@ def candidates(path) -> list[Path]:
 def resolve(path) -> Path:
     """The first of candidates(path) that exists; the path as given when none does."""
     return next((place for place in candidates(path) if place.exists()), Path(path).expanduser())
+
+
+def cache_dir() -> Path:
+    """Where commbench keeps what it can remake (the kernel catalogue tool, validated campaigns):
+    $COMMBENCH_CACHE, else $XDG_CACHE_HOME/commbench, else ~/.cache/commbench."""
+    if os.environ.get(CACHE_VARIABLE):
+        return Path(os.environ[CACHE_VARIABLE]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "commbench"

@@ -4,19 +4,56 @@ from __future__ import annotations
 
 import copy
 import difflib
-
-import jsonschema
+import hashlib
+import json
+import os
+from pathlib import Path
 
 from commbench.campaign.errors import CampaignError
 from commbench.campaign.kernels import schedule_range
-from commbench.campaign.schema import describe_error, fill_defaults, load_schema
+from commbench.campaign.schema import SCHEMA_PATH, describe_error, fill_defaults, load_schema
+from commbench.locations import cache_dir
 from commbench.units import parse_size
 
 
 def validate_campaign(config: dict, source: str = "<campaign>") -> dict:
-    """Returns the config with defaults filled in, or raises CampaignError listing every problem."""
+    """Returns the config with defaults filled in, or raises CampaignError listing every problem. A
+    config validated before (the same keys and values, the same schema) is read back from the cache:
+    every launch of a workflow reads the campaign again, and validating costs a second."""
     if not isinstance(config, dict):
         raise CampaignError(f"{source}: a campaign file is a YAML mapping, got {type(config).__name__}")
+    cached = _validated_path(config)
+    if cached is not None and cached.exists():
+        try:
+            return json.loads(cached.read_text())
+        except (OSError, ValueError):
+            pass
+    validated = json.loads(json.dumps(_validate(config, source)))   # as a cached one reads back: plain JSON
+    if cached is not None:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            partial = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+            partial.write_text(json.dumps(validated))
+            partial.replace(cached)
+        except OSError:
+            pass      # a cache that cannot be written only costs the next validation its second
+    return validated
+
+
+def _validated_path(config: dict) -> Path | None:
+    """Where the validated form of `config` is cached: named by the hash of the config and the schema."""
+    try:
+        text = json.dumps(config, sort_keys=True)
+    except (TypeError, ValueError):
+        return None     # not plain data: validation says what is wrong with it
+    digest = hashlib.sha256(text.encode() + b"\0" + SCHEMA_PATH.read_bytes()).hexdigest()
+    return cache_dir() / "validated-campaigns" / f"{digest}.json"
+
+
+def _validate(config: dict, source: str) -> dict:
+    import jsonschema   # here, not at the top: importing it takes a second (its format checkers), and
+                        # every launch imports this package for the Campaign model alone
+
     schema = load_schema()
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))

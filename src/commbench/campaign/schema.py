@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import difflib
 
-import jsonschema
 import yaml
 
 from commbench.locations import ROOT
@@ -24,7 +23,14 @@ def _key_path(path) -> str:
     return "".join(parts) or "(top level)"
 
 
-def describe_error(error: jsonschema.ValidationError) -> str:
+def validator(schema: dict):
+    """A JSON-schema validator of `schema` (jsonschema imported on first use: see checks.validate_campaign)."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema)
+
+
+def describe_error(error) -> str:
     """One line a user can act on: the key, the bad value and what is allowed."""
     where = _key_path(error.absolute_path)
     if error.validator == "additionalProperties":
@@ -95,7 +101,7 @@ def fill_defaults(instance, schema: dict, root: dict):
     if "oneOf" in schema:
         for branch in schema["oneOf"]:
             branch = _resolve(branch, root)
-            if jsonschema.Draft202012Validator(root).evolve(schema=branch).is_valid(instance):
+            if validator(root).evolve(schema=branch).is_valid(instance):
                 return fill_defaults(instance, branch, root)
         return instance
     if isinstance(instance, dict):

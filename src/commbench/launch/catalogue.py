@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from commbench.launch.provenance import KERNELS_DIR, source_hash
+from commbench.locations import cache_dir
 
 TOOL = "commbench-catalogue"
 
@@ -69,13 +70,6 @@ def describe_kernel(name: str, kernels_dir: Path = KERNELS_DIR) -> Kernel | None
         return catalogue(kernels_dir).get(name.split("@", 1)[0])
     except CatalogueError:
         return None
-
-
-def cache_dir() -> Path:
-    if os.environ.get("COMMBENCH_CACHE"):
-        return Path(os.environ["COMMBENCH_CACHE"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser() / "commbench"
 
 
 @functools.lru_cache(maxsize=None)
