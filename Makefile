@@ -28,17 +28,18 @@ $(READY): envs/analysis.txt pyproject.toml
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps -e .
 	touch $@
 
-# Exits 1 after the dataset and report are written when a library or launch gave no data (said last).
+# The workflow with commbench's progress on the console (Snakemake's own output in
+# results/<campaign>/logs/snakemake.log), then the summary. Exits 1 after the dataset and report are
+# written when a library or launch gave no data (said last).
 campaign: $(READY)
-	$(BIN)/snakemake --configfile $(CAMPAIGN)
-	$(BIN)/commbench summary --check $(CAMPAIGN)
+	$(BIN)/commbench run $(CAMPAIGN)
 
 # The report alone, from an existing dataset (or a campaign file's dataset); no benchmark reruns.
 report: $(READY)
 	$(BIN)/commbench report $(DATASET)
 
 dry-run: $(READY)
-	$(BIN)/snakemake --configfile $(CAMPAIGN) --dry-run
+	$(BIN)/commbench run $(CAMPAIGN) --dry-run
 
 test: $(READY) system
 	$(BIN)/pytest $(PYTEST_ARGS)

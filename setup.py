@@ -1,6 +1,6 @@
 """The package's layout, the one part of the build that pyproject.toml cannot say by itself.
 
-The notebooks, the kernels' C sources, the campaign schema and the analysis lock are read by the
+The notebooks, the kernels' C sources, the campaign schema, the MPI library specs and the analysis lock are read by the
 package at run time (`commbench report` runs notebooks/04-report.ipynb, campaign files are checked
 against the schema, kernels are built from kernels/, interactive engines are pinned by the lock).
 Their one copy in git stays at the top of the repository, where users, the workflow and the tests
@@ -21,6 +21,7 @@ SHARED = {
     "kernels/harness": ["*.c", "*.h"],
     "workflow/schemas": ["*.yaml"],
     "envs": ["analysis.txt"],
+    "envs/mpi": ["*.yaml"],
 }
 
 

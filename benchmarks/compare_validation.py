@@ -22,7 +22,7 @@ import argparse
 import numpy as np
 
 from commbench.data import synthetic as syn
-from commbench.analysis.compare import changed_ranges
+from commbench.analysis.ranges import changed_ranges
 
 KERNELS = ("pingpong.send", "pingpong.ssend", "stream.uni", "multipair.stream", "collectives.bcast")
 SIZES = syn.powers_of_two(1, 512 * 1024)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "harness/catalogue.h"
+#include "harness/suggest.h"
 
 /* Every function the catalogue names, declared weak; no_setup and no_teardown are never defined. */
 #define KERNEL(run_fn, setup_fn, teardown_fn, ...)                   \
@@ -30,37 +31,54 @@ const struct cb_kernel *cb_find_kernel(const char *name)
     return NULL;
 }
 
-/* Edit distance between two short strings (kernel names are under 64 characters). */
-static size_t distance(const char *a, const char *b)
-{
-    size_t n = strlen(b), row[65], i, j;
-    if (strlen(a) > 64 || n > 64) return (size_t)-1;
-    for (j = 0; j <= n; j++) row[j] = j;
-    for (i = 1; a[i - 1]; i++) {
-        size_t diagonal = row[0];
-        row[0] = i;
-        for (j = 1; j <= n; j++) {
-            size_t above = row[j];
-            size_t best = diagonal + (a[i - 1] != b[j - 1]);
-            if (row[j] + 1 < best) best = row[j] + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diagonal = above;
-        }
-    }
-    return row[n];
-}
-
 const struct cb_kernel *cb_closest_kernel(const char *name)
 {
-    const struct cb_kernel *best = NULL;
-    size_t best_distance = (size_t)-1;
-    for (const struct cb_kernel *k = cb_kernels; k->name; k++) {
-        size_t d = distance(name, k->name);
-        if (d < best_distance) best_distance = d, best = k;
-    }
-    /* Close: a few edits, fewer than a third of the name. */
-    return best && best_distance <= 3 && 3 * best_distance <= strlen(name) ? best : NULL;
+    const char *names[sizeof cb_kernels / sizeof cb_kernels[0]];
+    size_t count = 0;
+    for (const struct cb_kernel *k = cb_kernels; k->name; k++) names[count++] = k->name;
+    const char *nearest = cb_nearest(name, names, count);
+    return nearest ? cb_find_kernel(nearest) : NULL;
+}
+
+const struct cb_kernel *cb_runnable_kernel(const char *name, int nprocs, int built, char *error, size_t len)
+{
+    const struct cb_kernel *kernel = cb_find_kernel(name), *nearest;
+    if (!kernel && (nearest = cb_closest_kernel(name)))
+        snprintf(error, len, "unknown kernel %s (did you mean %s? --list lists them)", name, nearest->name);
+    else if (!kernel)
+        snprintf(error, len, "unknown kernel %s (--list lists them)", name);
+    else if (built && !kernel->run)
+        snprintf(error, len, "%s is not built into this binary (--describe says why)", name);
+    else if (nprocs < kernel->min_ranks)
+        snprintf(error, len, "too few ranks for %s: it needs at least %d, this run has %d", name, kernel->min_ranks,
+                 nprocs);
+    else
+        return kernel;
+    return NULL;
+}
+
+double cb_per_count(enum cb_per per, int nprocs)
+{
+    return per == CB_PER_RANK ? (double)nprocs : per == CB_PER_PAIR ? (double)(nprocs / 2) : 1.0;
+}
+
+double cb_bytes_moved(const struct cb_kernel *k, size_t size, int nprocs)
+{
+    double factor = k->bytes_moved.factor > 0 ? k->bytes_moved.factor : 1.0;
+    return factor * (double)size * cb_per_count(k->bytes_moved.per, nprocs);
+}
+
+int cb_kernel_tagged(const struct cb_kernel *k, const char *tag)
+{
+    size_t len = strlen(tag);
+    for (const char *p = k->tags ? strstr(k->tags, tag) : NULL; p; p = strstr(p + 1, tag))
+        if ((p == k->tags || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0')) return 1;
+    return 0;
+}
+
+int cb_reads_as_bandwidth(const struct cb_kernel *k, int window)
+{
+    return (k->slots == CB_SLOTS_WINDOW && window > 1) || cb_kernel_tagged(k, "io") || cb_kernel_tagged(k, "peak");
 }
 
 const char *cb_slots_name(enum cb_slots slots)

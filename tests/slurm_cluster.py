@@ -148,8 +148,14 @@ SlurmdLogFile={state / "log" / "slurmd-%n.log"}
 SlurmctldDebug=info
 SlurmdDebug=info
 SlurmdParameters=config_overrides
-# No cgroups in containers or small VMs: track job processes by their parentage.
-ProctrackType=proctrack/linuxproc
+# No cgroups in containers or small VMs: track a job's processes by their process group, as such a
+# site can. Not by parentage (linuxproc), which loses a process whose parent has died: Slurm then
+# signals a job's processes one at a time, in no set order, and when a job's Snakemake gets its SIGTERM
+# just after its own job has ended, Snakemake's handler waits forever for the scheduler lock that the
+# code it interrupted holds; re-parented once the batch shell is gone, that Snakemake is never killed.
+# A process group is signalled at once and stays tracked, so KillWait's SIGKILL reaches whatever is
+# left, as a job's cgroup does on a production cluster.
+ProctrackType=proctrack/pgid
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core

@@ -38,7 +38,7 @@ def test_the_tool_checks_options_as_the_harness_does_and_sizes_buffers_as_it_all
     need = launch_needs(["coll.alltoall", "--sizes", "1048576"], 4)
     assert need["slots"] == 4 and need["buffer_bytes"] == 4 * 2**20
     assert need["memory_per_rank"] == 2 * (4 * 2**20 + 4096)
-    with pytest.raises(ValueError, match="--window must be 1..1024"):
+    with pytest.raises(ValueError, match="--window 0: must be from 1 to 1024"):
         launch_needs(["stream.uni", "--window", "0"], 2)
     with pytest.raises(ValueError, match="too few ranks"):
         launch_needs(["coll.bcast"], 1)

@@ -8,8 +8,8 @@ import scipy.stats
 
 from commbench import cli
 from commbench.data import synthetic as syn
-from commbench.analysis.compare import (across, benjamini_hochberg, changed_ranges, describe_range,
-                               provenance_differences, verdict_counts)
+from commbench.analysis.compare import across, benjamini_hochberg, provenance_differences, verdict_counts
+from commbench.analysis.ranges import changed_ranges, describe_range
 
 GRID = syn.powers_of_two(1, 2**20)                                     # 21 sizes
 TRUTH = syn.GroundTruth(2e-6, 5e9, switches=(syn.Switch(16384, 4e-6, 8e9),))
@@ -67,6 +67,20 @@ def test_a_planted_change_is_found_over_its_size_range(factor):
     assert line.startswith("pingpong.send 1N2P: 4 KiB–64 KiB") and ("slower" if factor > 1 else "faster") in line
 
 
+@pytest.mark.parametrize("seed", [7, 8, 9])
+def test_a_range_is_split_where_the_ratio_steps(seed):
+    """A known step in the ratio within one run of improved sizes: 0.4 up to 512 B, 0.85 from 1 KiB
+    to 128 KiB. Two ranges, each with its own ratio, never one range pooling both."""
+    ds = campaign(seed)
+    after = syn.with_change(syn.with_change(draw(seed * 100 + 1), 0.4, 1, 512), 0.85, 1024, 131072)
+    ds = syn.campaign_dataset({("before", "1N2P", "pingpong.send"): draw(seed * 100),
+                               ("after", "1N2P", "pingpong.send"): after})
+    ranges = changed_ranges(ds.commbench.compare(baseline="before", candidate="after"))
+    assert ranges[["size_from", "size_to"]].values.tolist() == [[1, 512], [1024, 131072]], ranges
+    assert (ranges["verdict"] == "improved").all()
+    np.testing.assert_allclose(ranges["ratio"], [0.4, 0.85], rtol=0.05)
+
+
 def test_one_launch_cannot_tell_a_moderate_change_from_launch_noise():
     """With one launch a side a 10% change is inconclusive (a launch shift could make it); a 3x
     change dwarfs the within-launch spread and is called."""
@@ -101,8 +115,11 @@ def test_across_campaigns_maps_library_rows_and_warns_on_provenance():
     assert set(changed_ranges(result)["size_to"]) == {8}
     with pytest.raises(ValueError, match="share no library row"):
         across(base, cand.assign_coords(library=["x", "y"]))
-    with pytest.raises(ValueError, match="does not have"):
+    with pytest.raises(ValueError, match="the baseline has no library row 'nope'; its rows: after, before"):
         across(base, cand, {"nope": "after"})
+    # A typo on the candidate's side once compared a row with itself: refused, with the nearest name.
+    with pytest.raises(ValueError, match=r"the candidate has no library row 'aftr' \(did you mean 'after'\?\)"):
+        across(base, cand, {"before": "aftr"})
 
 
 def test_compare_command_gates_a_regression(tmp_path, capsys):

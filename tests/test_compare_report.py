@@ -3,6 +3,7 @@
 are known."""
 
 import json
+import re
 import xml.etree.ElementTree as ElementTree
 
 import holoviews as hv
@@ -160,9 +161,11 @@ def test_more_than_a_dozen_panels_make_one_figure_per_kernel_family():
     assert {figure.name for figure in section.figures} == set(figures) and not section.skipped
 
 
-def test_report_command_compares_against_a_baseline_campaign(tmp_path, capsys):
+def test_report_command_compares_against_a_baseline_campaign(tmp_path, capsys, monkeypatch):
     """`commbench report CANDIDATE --baseline BASELINE`: each library row against the baseline
-    campaign's, one row each here with different names; hosts that differ are warned about."""
+    campaign's, one row each here with different names; hosts that differ are warned about. It says
+    how far it has come, a line per notebook cell, and keeps its duration for the campaign's estimates."""
+    monkeypatch.setenv("COMMBENCH_CACHE", str(tmp_path / "cache"))
     base = two_libraries(seed=1, campaign="before").isel(library=[0])
     cand = two_libraries(seed=2, campaign="after").isel(library=[1])
     cand.attrs["hosts"] = "node2"
@@ -171,7 +174,15 @@ def test_report_command_compares_against_a_baseline_campaign(tmp_path, capsys):
     output = tmp_path / "report"
     args = ["report", str(tmp_path / "after.nc"), "--output-dir", str(output)]
     assert cli.main([*args, "--baseline", str(tmp_path / "before.nc")]) == 0
-    assert "warning: measured differently: hosts: 'node1' against 'node2'" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert "warning: measured differently: hosts: 'node1' against 'node2'" in printed.err
+    cells = re.findall(r"^\[report\] cell (\d+)/(\d+), [\d.]+ (?:s|min): \S", printed.out, re.MULTILINE)
+    assert [int(n) for n, _ in cells] == list(range(1, len(cells) + 1)) and {int(t) for _, t in cells} == {len(cells)}
+    assert len(cells) >= 5 and re.search(rf"^report: {re.escape(str(output))}/report.html \([\d.]+ (?:s|min)\)$",
+                                         printed.out, re.MULTILINE), printed.out
+    [timing] = [json.loads(line) for line in (tmp_path / "cache" / "stage-durations.jsonl").read_text().splitlines()]
+    curves = cand.sizes["library"] * cand.sizes["placement"] * cand.sizes["kernel"]
+    assert timing["stage"] == "report" and timing["units"] == curves and timing["seconds"] > 1
     manifest = json.loads((output / "figures" / "manifest.json").read_text())
     [comparison] = manifest["comparisons"]
     assert comparison["title"] == f"{AFTER} against campaign before"

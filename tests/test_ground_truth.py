@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from commbench.launch import netem
-from commbench.analysis.compare import changed_ranges
+from commbench.analysis.ranges import changed_ranges
 from commbench.analysis.anomalies import detect
 from commbench.launch.placement import Placement
 from commbench.analysis.models import fit_piecewise

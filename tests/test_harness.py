@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import subprocess
 
 import pytest
@@ -15,7 +16,7 @@ def run_kernels(workspace, library, *args, nprocs=2):
     env_dir = workspace / "build" / "envs" / library
     binary = workspace / "build" / "kernels" / library / "commbench-kernels"
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-    command = f". {env_dir}/activate.sh && mpiexec -n {nprocs} {binary} " + " ".join(args)
+    command = f". {env_dir}/activate.sh && mpiexec -n {nprocs} {binary} " + shlex.join(args)
     return subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -42,10 +43,10 @@ def test_records_follow_the_contract(workspace, built, library, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["no.such.kernel"], "unknown kernel"),
-    (["pingpong.send", "-m", "8:1"], "MIN <= MAX"),
-    (["pingpong.send", "--timer", "sundial"], "mpi_wtime or clock_monotonic"),
-    (["pingpong.send", "--min-samples", "1"], "--min-samples must be >= 2"),
+    (["no.such.kernel"], "unknown kernel no.such.kernel"),
+    (["pingpong.send", "-m", "8:1"], "-m 8:1: MIN (8) must be <= MAX (1)"),
+    (["pingpong.send", "--timer", "sundial"], "--timer sundial: expects mpi_wtime | clock_monotonic"),
+    (["pingpong.send", "--min-samples", "1"], "--min-samples 1: must be from 2 to 2147483647"),
 ])
 def test_bad_options_exit_with_a_message(workspace, built, args, message):
     proc = run_kernels(workspace, LIBRARIES[0], *args)
@@ -87,9 +88,12 @@ def test_size_schedules_exact_values(workspace, built):
 
 
 def test_bad_schedules_are_refused(workspace, built):
-    for args in (["--sizes", "8,8"], ["--schedule", "zipf"], ["--schedule", "small", "--step", "0"]):
+    for args, message in ((["--sizes", "8,8"], "--sizes 8,8: 8 is in the list twice"),
+                          (["--schedule", "zipf"], "--schedule zipf: expects powers | netpipe | small | large | list"),
+                          (["--schedule", "small", "--step", "0"], "--step 0: must be at least 1 B"),
+                          (["--schedule", "large", "-m", "5:5"], "no sizes: the schedule between -m's MIN and MAX is empty")):
         proc = run_kernels(workspace, LIBRARIES[0], "pingpong.send", "--print-sizes", *args, nprocs=1)
-        assert proc.returncode != 0 and "bad size schedule" in proc.stderr, args
+        assert proc.returncode != 0 and message in proc.stderr, (args, proc.stderr)
 
 
 def records(path):
@@ -98,17 +102,20 @@ def records(path):
 
 
 @pytest.mark.parametrize("library", LIBRARIES)
-def test_integrity_mode_checks_every_byte_and_catches_an_injected_fault(workspace, built, library, tmp_path):
+@pytest.mark.parametrize("timing", ["precision", "osu"])
+def test_integrity_mode_checks_every_byte_and_catches_an_injected_fault(workspace, built, library, timing, tmp_path):
+    # -i 4 is 4 batches of one iteration (--min-samples 3) by default, 4 single iterations with --osu.
     common = ["pingpong.send", "--sizes", "1,1000,70000", "--integrity", "--min-samples", "3",
-              "--max-samples", "5", "-i", "4", "-x", "2"]
+              "--max-samples", "5", "-i", "4", "-x", "2", "--timing", timing]
     clean, faulty = tmp_path / "clean.jsonl", tmp_path / "faulty.jsonl"
     assert run_kernels(workspace, library, *common, "-o", str(clean)).returncode == 0
     assert run_kernels(workspace, library, *common, "--inject-fault", "-o", str(faulty)).returncode == 0
     assert [p["errors"] for p in records(clean)[1]] == [0, 0, 0]
     run, points, _ = records(faulty)
-    assert run["args"]["integrity"] and run["args"]["inject_fault"]
-    # One corrupted byte per batch: the warm-up and the 3 to 5 samples (-i skips calibration).
-    assert all(1 + 3 <= p["errors"] <= 1 + 5 for p in points), [p["errors"] for p in points]
+    assert run["args"]["integrity"] and run["args"]["inject_fault"] and run["args"]["timing"] == timing
+    # One corrupted byte per batch: the warm-up's and each of the 4 timed batches'.
+    assert [p["errors"] for p in points] == [1 + 4] * 3
+    assert [len(p["samples"]) for p in points] == [4] * 3 and all(p["iters_per_sample"] == 1 for p in points)
 
 
 def test_without_integrity_errors_are_not_claimed(workspace, built, tmp_path):
@@ -143,7 +150,7 @@ def test_cache_rotation_alignment_and_datatype_are_recorded(workspace, built, tm
     assert run["args"]["align"] == 8 and run["args"]["datatype"] == "double"
     assert [p["errors"] for p in points] == [0, 0]
     proc = run_kernels(workspace, LIBRARIES[0], "pingpong.send", "--sizes", "12", "--datatype", "double")
-    assert proc.returncode != 0 and "multiple of its size" in proc.stderr
+    assert proc.returncode != 0 and "size 12: with --datatype int or double, every size must be a multiple of 8 bytes" in proc.stderr
 
 
 def test_a_build_describes_the_catalogue_and_has_every_kernel(workspace, built):

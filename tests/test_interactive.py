@@ -2,7 +2,9 @@
 library, datasets in the campaign schema, the same latency as the binary, and a clean stop."""
 
 import os
+import re
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -134,8 +136,31 @@ def test_engines_through_slurm(request, workspace, built):
     assert _gone(pids, within_s=30)
 
 
+def test_the_workspace_is_found_from_notebooks_as_datasets_are(tmp_path, monkeypatch):
+    """JupyterLab starts a notebook's kernel in notebooks/: workspace "." is then the checkout above."""
+    from commbench.interactive.engines import find_workspace
+
+    checkout = tmp_path / "checkout"
+    (checkout / "workflow").mkdir(parents=True)
+    (checkout / "workflow" / "Snakefile").touch()
+    record = checkout / "build" / "envs" / "mpich-5.0.2" / "library.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{}")
+    (checkout / "notebooks").mkdir()
+    monkeypatch.chdir(checkout / "notebooks")
+    monkeypatch.delenv("COMMBENCH_RESULTS", raising=False)
+    assert find_workspace(".", "mpich-5.0.2") == checkout.resolve()
+    assert find_workspace(str(checkout), "mpich-5.0.2") == checkout.resolve()
+    with pytest.raises(FileNotFoundError, match=r"^build/envs/no-such-mpi/library.json: no environment of "
+                                                r"no-such-mpi \(tried build/envs/no-such-mpi/library.json, "
+                                                + str(checkout.resolve())):
+        find_workspace(".", "no-such-mpi")
+
+
 def test_interactive_notebook_runs_top_to_bottom(workspace, tiny_campaign, tmp_path):
-    """notebooks/05-interactive against the tiny campaign: engines, %%px, a live sweep, the comparison."""
+    """notebooks/05-interactive against the tiny campaign, run where JupyterLab runs it (notebooks/):
+    engines, %%px, a live sweep with its progress bar, the comparison, and a stop that leaves the
+    engines' logs in their file, not in the notebook."""
     import json
 
     import papermill
@@ -146,7 +171,7 @@ def test_interactive_notebook_runs_top_to_bottom(workspace, tiny_campaign, tmp_p
     papermill.execute_notebook(str(REPO / "notebooks" / "05-interactive.ipynb"), str(executed),
                                parameters={"dataset": str(workspace / "results" / "tiny" / "tiny.nc"),
                                            "workspace": str(workspace), "max_size": "4Ki"},
-                               cwd=str(REPO), progress_bar=False)
+                               cwd=str(REPO / "notebooks"), progress_bar=False)
     def text_of(output) -> str:          # streams carry `text`; %%px output is display data
         text = output.get("text", output.get("data", {}).get("text/plain", ""))
         return text if isinstance(text, str) else "".join(text)
@@ -155,3 +180,7 @@ def test_interactive_notebook_runs_top_to_bottom(workspace, tiny_campaign, tmp_p
                    for output in cell.get("outputs", []))
     assert "rank 1 of 2" in text and "MPICH Version" in text   # %%px reached every engine
     assert "comparison skipped" not in text and "mpich-5.0.2 (interactive)" in text
+    assert "IProgress not found" not in text                   # ipywidgets draws tqdm's bar
+    assert "Output for ipengine" not in text and "[IPEngine" not in text
+    log = Path(re.search(r"engine logs: (\S+)", text).group(1))
+    assert log.is_relative_to(workspace / "results" / "interactive") and "IPEngine" in log.read_text()

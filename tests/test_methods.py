@@ -1,6 +1,8 @@
-"""The report's Methods section states what the dataset recorded, and only that: a real campaign's
-timer resolution, launches, stopping target, placements, binding and libraries; a dataset measured
-another way says so; a dataset that lacks a record says "not recorded" instead of guessing."""
+"""The report's Methods section states what the dataset recorded, and only that: how each placement's
+nodes were made (one node, virtual nodes, one host's loopback, real hosts), the transport, the links,
+the environment commbench's launcher set and the binding, for datasets of every emulation kind and
+both families collected from launch records as a campaign writes them; a real campaign's timer,
+launches, stopping target and libraries; a dataset that lacks a record says "not recorded"."""
 
 import json
 from pathlib import Path
@@ -12,6 +14,7 @@ from commbench.campaign import Campaign, validate_campaign
 from commbench.data.collect import build_dataset, read_all
 from commbench.io.netcdf import write_dataset
 from commbench import open_campaign
+from commbench.launch.families import FAMILIES
 from commbench.launch.placement import Placement
 from commbench.report.methods import NOT_RECORDED, methods, methods_html, methods_markdown
 
@@ -45,7 +48,8 @@ def test_a_dataset_without_provenance_says_not_recorded_instead_of_guessing():
                     "sampling): not recorded.", "Stopping rule and its target: not recorded.",
                     "Order of sizes within a launch: not recorded.", "Hosts: not recorded. CPU: not recorded. "
                     "OS: not recorded.", "stream.uni not recorded (older dataset)", "pingpong.send: not recorded.",
-                    "1N2P: shape not recorded; transport: not recorded"):
+                    "1N2P: shape not recorded; transport: not recorded; hosts: not recorded; environment set: "
+                    "not recorded"):
         assert missing in text, missing
     # What the samples themselves hold is still stated.
     assert "2 sizes, 1 KiB to 1 MiB" in text and "Samples per point: 5" in text
@@ -66,14 +70,143 @@ def test_the_section_follows_the_recorded_configuration():
     assert "at most 0.02 (2.0%) with at least 7 samples, or until 300 samples, or 2 s" in text
     assert "every library, placement and kernel: 3; the dataset holds 3 per cell" in text
     assert "rotate (NetPIPE's no-cache mode" in text and "for stream.uni@distinct" in text
-    assert "bootstrap interval of the mean over launches" in text and "Time limit per launch: 60 s" in text
+    assert "the band is the median -+ t(L-1) sqrt(pi/2) sd / sqrt(L)" in text and "Launches per point here: 3" in text
+    assert "Time limit per launch: 60 s" in text and "With one launch the band" not in text
 
     config.update(launches=1, shuffle=False, precision={**config["precision"], "rse": 0.1})
     one = ds.isel(launch=[0])
     one.attrs["campaign_config"] = json.dumps(config)
     text = methods_markdown(one)
     assert "at most 0.1 (10.0%)" in text and "kernel: 1; the dataset holds 1 per cell" in text
-    assert "measured in schedule order" in text and "normal interval of the mean over the samples" in text
+    assert "measured in schedule order" in text and "With one launch the band is that launch's distribution-free" in text
+
+
+# ----------------------------------------------------------------------------- every emulation kind
+
+# Placements of every kind, and what a launch of each records (commbench.launch.run): transport,
+# emulated, emulation, the hosts its ranks ran on, and for each family the environment the launcher set.
+ON_NODE = "on one node; transport: shared memory"
+KINDS = {
+    "1N2P": ({"nodes": 1, "ppn": 2}, {"transport": "shm", "emulated": False, "emulation": ""}, ["vm", "vm"]),
+    "2N1P": ({"nodes": 2, "ppn": 1}, {"transport": "tcp", "emulated": True, "emulation": "namespaces"},
+             ["vnode0", "vnode1"]),
+    "2N1P-lo": ({"nodes": 2, "ppn": 1, "emulate": "loopback"},
+                {"transport": "tcp", "emulated": True, "emulation": "loopback"}, ["vm", "vm"]),
+    "2N1P-1g": ({"nodes": 2, "ppn": 1, "network": {"rate": "1gbit", "mtu": 1500}},
+                {"transport": "tcp", "emulated": True, "emulation": "namespaces"}, ["vnode0", "vnode1"]),
+    "4N1P-sw": ({"nodes": 4, "ppn": 1, "switch": {"rate": "2gbit"}},
+                {"transport": "tcp", "emulated": True, "emulation": "namespaces"}, [f"vnode{n}" for n in range(4)]),
+    "2N1P-lo-1g": ({"nodes": 2, "ppn": 1, "emulate": "loopback", "network": {"rate": "100mbit", "mtu": 9000}},
+                   {"transport": "tcp", "emulated": True, "emulation": "loopback"}, ["vm", "vm"]),
+}
+ROWS = {"mpich": ("mpich-5.0.2", {"family": "mpich", "device": "ch4:ofi"}),
+        "openmpi": ("openmpi-5.0.11", {"family": "openmpi", "device": ""})}
+
+
+def launch_env(family: str, emulation: str) -> dict:
+    """What commbench's launcher sets for a launch (commbench.launch.plan): the family's variables
+    that force its network path where the nodes share loopback, and Open MPI's permission to run as root."""
+    env = FAMILIES[family].emulated_network_env(ROWS[family][1], None) if emulation == "loopback" else {}
+    return {**env, **FAMILIES[family].launch_env(as_root=True)}
+
+
+def recorded_dataset(tmp_path: Path, kinds=KINDS, real_hosts: bool = False, failed: tuple = ()):
+    """A dataset collected (commbench.data.collect) from raw launch files written as launches write
+    them, one launch per library row and placement: both families, every emulation kind."""
+    config = validate_campaign({
+        "campaign": "kinds", "launches": 1, "kernels": {"pingpong.send": {"sizes": {"list": [8, 1024]}}},
+        "libraries": {row: {"mpi": row} for row, _ in ROWS.values()},
+        "placements": [{"name": name, **spec} for name, (spec, _, _) in kinds.items()]})
+    paths = []
+    for family, (row, library) in ROWS.items():
+        for name, (spec, how, hosts) in kinds.items():
+            status = "failed" if name in failed else "ok"
+            meta = {"record": "launch", "schema": 1, "status": status, "library": row, "mpi": row,
+                    "family": family, "placement": name, "kernel": "pingpong.send", "launch": 0,
+                    "started": "2026-01-01T00:00:00+00:00", "network": spec.get("network"),
+                    "switch": spec.get("switch"), **how, "env": launch_env(family, how["emulation"]),
+                    "binding": "core"}
+            if real_hosts and how["emulated"]:
+                meta.update(transport="network", emulated=False, emulation="", env=launch_env(family, ""))
+            run = {"record": "run", "schema": 1, "kernel": "pingpong.send", "metric": "half round trip",
+                   "library_version": f"{row} version\n", "nprocs": len(hosts), "timer": "MPI_Wtime",
+                   "hosts": [f"node{n}" for n in range(len(hosts))] if real_hosts and how["emulated"] else hosts,
+                   "cpu_binding": [str(n) for n in range(len(hosts))], "timer_resolution_s": 1e-9,
+                   "harness_overhead_s": 3e-8, "args": {}}
+            points = [{"record": "point", "size": size, "samples": [2e-6, 2.1e-6, 1.9e-6], "iters_per_sample": 4,
+                       "settled": True, "rse": 0.01, "errors": None} for size in (8, 1024)]
+            records = [meta] if status != "ok" else [meta, run, *points, {"record": "end", "status": "ok",
+                                                                          "points": 2}]
+            path = tmp_path / row / name / "launch0.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(json.dumps(record) + "\n" for record in records))
+            paths.append(path)
+    results, refused = read_all(paths)
+    libraries = {row: {"name": row, "family": family} for family, (row, _) in ROWS.items()}
+    builds = {row: {"mpi": row, "compiler": "gcc 12", "cflags": "-O2"} for row, _ in ROWS.values()}
+    campaign = Campaign(name="kinds", source="kinds.yaml", config=config)
+    write_dataset(build_dataset(campaign, results, libraries, builds, refused), tmp_path / "kinds.nc")
+    return open_campaign(tmp_path / "kinds.nc")
+
+
+def placement_items(ds) -> dict[str, str]:
+    section = next(s for s in methods(ds) if s.heading == "Placements, binding and emulation")
+    return {item.split(":", 1)[0]: item for item in section.items}
+
+
+def environment(family: str, emulation: str) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(launch_env(family, emulation).items())) or "none"
+
+
+def test_each_placement_is_described_as_its_launches_recorded_it(tmp_path):
+    ds = recorded_dataset(tmp_path)
+    items = placement_items(ds)
+    assert ds["emulation"].values.tolist() == ["", "namespaces", "loopback", "namespaces", "namespaces", "loopback"]
+    assert ON_NODE in items["1N2P"] and "hosts: vm,vm" in items["1N2P"]
+    # Virtual nodes: named as such, with their hosts, and nothing forced over loopback.
+    for name in ("2N1P", "2N1P-1g", "4N1P-sw"):
+        item = items[name]
+        assert "nodes emulated as virtual nodes on one host; transport: TCP between the virtual nodes" in item, item
+        assert "loopback" not in item and "MPIR_CVAR_NOLOCAL" not in item and "OMPI_MCA_btl" not in item
+    assert "hosts: vnode0,vnode1;" in items["2N1P"] and "hosts: vnode0,vnode1,vnode2,vnode3;" in items["4N1P-sw"]
+    assert "each virtual node's link limited to 1000 Mbit/s (a token bucket both directions share) with MTU 1500 B" \
+        in items["2N1P-1g"]
+    assert "one emulated switch of 2000 Mbit/s" in items["4N1P-sw"] and "switch" not in items["2N1P"]
+    # Loopback: the variables that forced each family's network path are the ones its launches recorded.
+    for name in ("2N1P-lo", "2N1P-lo-1g"):
+        item = items[name]
+        assert "nodes emulated as one host's loopback; transport: TCP over loopback" in item, item
+        for family, (row, _) in ROWS.items():
+            assert f"{row}: {environment(family, 'loopback')}" in item, item
+    assert "MPIR_CVAR_NOLOCAL=1" in items["2N1P-lo"] and "OMPI_MCA_pml=ob1" in items["2N1P-lo"]
+    assert "the loopback of a private network namespace limited to 100 Mbit/s" in items["2N1P-lo-1g"]
+    assert "MTU 9000 B" in items["2N1P-lo-1g"]
+    # What each family's launches set where nothing is forced: none for MPICH, root's permission for Open MPI.
+    assert f"environment set: mpich-5.0.2: none; openmpi-5.0.11: {environment('openmpi', '')}" in items["2N1P"]
+    text = methods_markdown(ds)
+    assert "Emulated placements (2N1P, 2N1P-1g, 4N1P-sw): their nodes were virtual nodes on one host" in text
+    assert "Emulated placements (2N1P-lo, 2N1P-lo-1g): their nodes shared one host" in text
+
+
+def test_real_hosts_and_placements_that_gave_nothing(tmp_path):
+    """On a cluster the launches record the network between real hosts; a placement none of whose
+    launches gave data says that how it ran is not recorded, not what it would have been."""
+    kinds = {name: KINDS[name] for name in ("1N2P", "2N1P", "4N1P-sw")}
+    ds = recorded_dataset(tmp_path, kinds, real_hosts=True, failed=("4N1P-sw",))
+    items = placement_items(ds)
+    assert "on separate hosts; transport: the network between them" in items["2N1P"]
+    assert "hosts: node0,node1;" in items["2N1P"] and "emulated" not in items["2N1P"]
+    assert items["4N1P-sw"] == f"4N1P-sw: 4 node(s) x 1 ranks per node; no launch gave data, so how it ran is " \
+                               f"{NOT_RECORDED}."
+    assert "Emulated placements" not in methods_markdown(ds)
+
+
+def test_an_older_dataset_without_launch_environments_says_not_recorded(tmp_path):
+    ds = recorded_dataset(tmp_path, {name: KINDS[name] for name in ("1N2P", "2N1P-lo")})
+    items = placement_items(ds.drop_vars("launch_env"))
+    assert "environment set: not recorded" in items["2N1P-lo"] and "MPIR_CVAR_NOLOCAL" not in items["2N1P-lo"]
+    items = placement_items(ds.drop_vars("emulation"))
+    assert "nodes emulated on one host, how: not recorded" in items["2N1P-lo"]
 
 
 # ----------------------------------------------------------------------------- on real campaigns
@@ -95,11 +228,23 @@ def test_a_real_campaign_states_what_it_recorded(tiny):
     assert f"{int(ds['settled'].where(measured, False).sum())} of {int(measured.sum())} measured points" in text
     assert "Timer: MPI_Wtime for every kernel" in text and "Sizes were measured in a random order" in text
     assert "pingpong.send: half round trip of MPI_Send/MPI_Recv" in text and "5 sizes, 1 B to 1 MiB" in text
-    assert "1N2P: 1 node(s) x 2 ranks per node; transport: shared memory" in text
-    assert "2N1P: 2 node(s) x 1 ranks per node; transport: TCP over loopback; more than one node emulated" in text
+    items = placement_items(ds)
+    assert "1N2P: 1 node(s) x 2 ranks per node; on one node; transport: shared memory" in items["1N2P"]
+    # 2N1P as this host ran it: on virtual nodes where it can make them, else over loopback.
+    emulation = str(ds["emulation"].sel(placement="2N1P").values)
+    hosts = {str(h) for h in ds["hosts"].sel(placement="2N1P").values.ravel()}
+    assert len(hosts) == 1 and f"hosts: {hosts.pop()};" in items["2N1P"]
+    expected = {"namespaces": "nodes emulated as virtual nodes on one host; transport: TCP between the virtual nodes",
+                "loopback": "nodes emulated as one host's loopback; transport: TCP over loopback"}[emulation]
+    assert expected in items["2N1P"], items["2N1P"]
+    for row in ("mpich-5.0.2", "openmpi-5.0.11"):      # the variables each row's launches recorded, no others
+        recorded = {str(v) for v in ds["launch_env"].sel(library=row, placement="2N1P").values.ravel()}
+        assert len(recorded) == 1
+        words = ", ".join(f"{k}={v}" for k, v in sorted(json.loads(recorded.pop()).items())) or "none"
+        assert f"{row}: {words}" in items["2N1P"] or f"environment set: {words};" in items["2N1P"]
+    assert ("MPIR_CVAR_NOLOCAL" in items["2N1P"]) == (emulation == "loopback")
     binding = {" | ".join(str(v).split()) for v in ds["cpu_binding"].sel(placement="1N2P").values.ravel()}
-    assert len(binding) == 1 and f"as the launches recorded): {binding.pop()}." in text
-    assert "OMPI_MCA_btl=self,tcp" in text and "MPIR_CVAR_NOLOCAL=1" in text
+    assert len(binding) == 1 and f"(rank by rank): {binding.pop()}." in items["1N2P"]
     assert "mpich-5.0.2: MPICH Version: 5.0.2; family mpich; launcher hydra" in text
     assert "openmpi-5.0.11: Open MPI v5.0.11" in text
     for key in ("hosts", "cpu_model", "os", "compiler_flags", "git_commit"):
@@ -135,7 +280,7 @@ def test_a_dataset_that_lost_its_records_says_not_recorded(tiny):
                    if key not in ("campaign_config", "timer_resolution_s", "cpu_model")}
     text = methods_markdown(older)
     assert "before sampling): not recorded." in text and "Stopping rule and its target: not recorded." in text
-    assert "as the launches recorded): not recorded." in text and "pingpong.send: not recorded." in text
+    assert "(rank by rank): not recorded." in text and "pingpong.send: not recorded." in text
     assert "CPU: not recorded." in text and "launcher not recorded" in text
     assert f"OS: {ds.attrs['os']}." in text       # what it kept is still stated
 
@@ -176,6 +321,19 @@ def test_a_campaign_measured_another_way_says_so(workspace, built, tmp_path):
         assert f"before sampling): {nanoseconds(float(ds.attrs['timer_resolution_s']))}" in text
         assert "kernel: 1; the dataset holds 1 per cell" in text and "at most 0.2 (20.0%) with at least 3" in text
         assert "window (messages in flight per iteration): 8 messages for every kernel" in text
-        assert "normal interval of the mean over the samples" in text and "What changed" not in text
+        assert "With one launch the band is that launch's distribution-free" in text and "What changed" not in text
         iterations = ds["iters_per_sample"].values[ds["sample_count"].values > 0]
         assert f"Iterations per sample here: {iterations.min()}" in text
+
+
+@pytest.mark.mpi
+def test_the_timing_mode_is_stated_as_the_launches_recorded_it(workspace, built, tmp_path):
+    precision = methods_markdown(stream_dataset(workspace, tmp_path, "precision", {}, shuffle=False))
+    osu = methods_markdown(stream_dataset(workspace, tmp_path, "osu", {"timing": "osu", "iterations": 30},
+                                          shuffle=False))
+    assert ("Timing mode: precision (10 warm-up iterations, then as many calibrated batches as the stopping rule "
+            "takes) for every kernel." in precision)
+    assert "OSU's osu_latency times one loop" in precision and "every timed iteration is its own" not in precision
+    # stream.uni with a window of 8 is osu_bw's kind of test: OSU's warm-up 10 up to 8 KiB, 2 above.
+    assert "Timing mode: osu (30 iterations after 10 warm-up up to 8 KiB, 30 after 2 above) for every kernel." in osu
+    assert "every timed iteration is its own sample" in osu and "calibrated batches" not in osu

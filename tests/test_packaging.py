@@ -102,7 +102,7 @@ def test_the_wheel_carries_every_module_and_the_files_the_package_reads(wheel):
     assert modules - names == set()
     shared = {f"commbench/share/{path.relative_to(REPO).as_posix()}" for pattern in (
         "notebooks/*.ipynb", "kernels/**/*.c", "kernels/**/*.h", "kernels/Makefile",
-        "workflow/schemas/*.yaml", "envs/analysis.txt") for path in REPO.glob(pattern)}
+        "workflow/schemas/*.yaml", "envs/analysis.txt", "envs/mpi/*.yaml") for path in REPO.glob(pattern)}
     assert shared and shared - names == set()
     assert {"commbench/py.typed", f"commbench-{__version__}.dist-info/licenses/LICENSE"} <= names
 

@@ -1,12 +1,14 @@
 """A campaign's progress lines: counts that go up by one per finished launch, even when launches
-finish together, and time left estimated from the launches measured most like those left."""
+finish together, and time left estimated from the launches measured most like those left, with
+collect and the report estimated from their timings on this machine."""
 
 import json
 import os
 
 import pytest
 
-from commbench.launch.progress import Progress, campaign_progress, progress_line, raw_file_beside
+from commbench.launch.progress import (KEPT_STAGES, PROGRESS_LINE, STAGE_MODELS, Progress, campaign_progress,
+                                       progress_line, raw_file_beside, record_stage, stage_estimate_s)
 from commbench.units import format_duration
 
 from conftest import REPO
@@ -72,6 +74,44 @@ def test_the_line_says_what_is_done_what_is_left_and_about_how_long():
     last = progress_line(Progress(done=40, total=40, left_s=0.0), run, {"status": "timeout", "duration_s": 300.4})
     assert last == "[40/40 launches] mpich-5.0.2 1N2P pingpong.send launch 2 timeout: 5 min; none left"
     assert [format_duration(s) for s in (0.42, 14.2, 372, 9000)] == ["0.4 s", "14 s", "6 min", "2.5 h"]
+
+
+def test_collect_and_the_report_are_in_the_time_left(tmp_path, monkeypatch):
+    """The time left runs to the end of the campaign: collect, estimated from the raw files' bytes
+    (those left as large as those written), and the report, from its curves (2 libraries x 2 kernels)."""
+    monkeypatch.setenv("COMMBENCH_CACHE", str(tmp_path / "cache"))
+    raw = tmp_path / "raw"
+    t = 1_700_000_000 * 10**9
+    paths = [write_launch(raw, run, 2.0, t + i) for i, run in enumerate(RUNS[:6])]
+    progress = campaign_progress(RUNS, paths[-1])
+    raw_bytes = sum(path.stat().st_size for path in paths) / 6 * len(RUNS)
+    assert progress.after_s == pytest.approx(stage_estimate_s("collect", raw_bytes) + stage_estimate_s("report", 4))
+    assert progress.left_s == pytest.approx(6 * 2.0)
+    line = progress_line(progress, RUNS[5], {"status": "ok", "duration_s": 2.0})
+    assert line.endswith(f"; 6 left, about {format_duration(progress.left_s + progress.after_s)}")
+    last = progress_line(Progress(done=40, total=40, left_s=0.0, after_s=20.0), RUNS[0], {"status": "ok",
+                                                                                          "duration_s": 3.0})
+    assert last.endswith("launch 0: 3.0 s; 0 left, about 20 s") and PROGRESS_LINE.match(last)
+
+
+def test_stage_estimates_follow_this_machines_timings(tmp_path, monkeypatch):
+    """Before any timing the model's; then the model scaled by the median ratio of the timings here to
+    what it said, so a machine twice as slow is estimated twice as long at any size."""
+    monkeypatch.setenv("COMMBENCH_CACHE", str(tmp_path / "cache"))
+    fixed, per_curve = STAGE_MODELS["report"]
+    assert stage_estimate_s("report", 4) == pytest.approx(fixed + per_curve * 4)
+    for curves in (1, 10, 40):
+        record_stage("report", curves, 2 * (fixed + per_curve * curves))
+    record_stage("collect", 1e6, 100.0)                 # another stage's timings change nothing here
+    assert stage_estimate_s("report", 4) == pytest.approx(2 * (fixed + per_curve * 4))
+    (tmp_path / "cache" / "stage-durations.jsonl").open("a").write("not json\n")
+    assert stage_estimate_s("report", 4) == pytest.approx(2 * (fixed + per_curve * 4))
+    with pytest.raises(ValueError, match="stage 'draw': allowed values: collect, report"):
+        record_stage("draw", 1, 1.0)
+    for _ in range(KEPT_STAGES):             # the log keeps its latest timings, not every one ever
+        record_stage("report", 4, 3 * (fixed + per_curve * 4))
+    assert len((tmp_path / "cache" / "stage-durations.jsonl").read_text().splitlines()) <= KEPT_STAGES
+    assert stage_estimate_s("report", 4) == pytest.approx(3 * (fixed + per_curve * 4))
 
 
 def test_raw_files_are_found_in_the_workflow_layout(tmp_path):

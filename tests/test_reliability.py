@@ -2,14 +2,17 @@
 recorded while the campaign completes, damaged raw files never enter a dataset, and no
 result is lost to a changed configuration or an interruption."""
 
+import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -91,25 +94,27 @@ def test_every_launch_has_a_timeout_and_the_test_hang_option_maps_to_the_kernel(
 
 # --- Resource guards: refused up front, with needed and available figures ---
 
-def test_a_terabyte_message_is_refused_before_any_job(tmp_path):
-    text = BASE.replace("[1, 1Ki]", "[1, 1099511627776]")
+def test_a_launch_larger_than_memory_is_refused_before_any_job(tmp_path):
+    text = BASE.replace("pingpong.send: {sizes: {list: [1, 1Ki]}}",
+                        "stream.uni: {sizes: {list: [1, 1Gi]}, window: 64, window_buffers: distinct}")
     campaign = load_campaign(write(tmp_path, text))
     with pytest.raises(ResourceError) as info:
         check_resources(campaign)
     message = str(info.value)
     assert message.startswith(str(tmp_path / "c.yaml"))
-    assert "kernels.pingpong.send on 1N2P: needs about 4 TiB of memory" in message, message
-    assert "2 ranks x 2 buffers (1 TiB largest size x 1 message)" in message and "GiB available" in message
+    assert "kernels.stream.uni on 1N2P: needs about 256 GiB of memory" in message, message
+    assert "2 ranks x 2 buffers (1 GiB largest size x window 64, a buffer each)" in message
+    assert "GiB available" in message
 
     # The workflow refuses it at parse time: no job is planned, not even a dry run's.
     (tmp_path / "config").mkdir()
     campaign_file = write(tmp_path / "config", text, "base.yaml")
     run = snakemake(tmp_path, "--configfile", str(campaign_file), "--dry-run", check=False)
-    assert run.returncode != 0 and "needs about 4 TiB of memory" in run.stdout + run.stderr
+    assert run.returncode != 0 and "needs about 256 GiB of memory" in run.stdout + run.stderr
     assert "rule run_launch" not in run.stdout
     cli = subprocess.run([sys.executable, "-m", "commbench.cli", "validate", str(campaign_file)],
                          capture_output=True, text=True)
-    assert cli.returncode == 2 and "needs about 4 TiB of memory" in cli.stderr
+    assert cli.returncode == 2 and "needs about 256 GiB of memory" in cli.stderr
 
 
 def test_memory_estimate_counts_window_ranks_and_rotate_buffers(tmp_path):
@@ -267,7 +272,8 @@ def test_integrity_errors_accessor_lists_only_corrupted_points(tmp_path):
 # --- Real launches ---
 
 def leftovers(workspace: Path) -> list[str]:
-    """Live processes of a launch in this workspace: MPI launchers, proxies, ranks, supervisors."""
+    """Live processes of a launch in this workspace: MPI launchers, proxies, ranks, supervisors, and the
+    workflow's launch jobs (workflow/scripts/run_launch.py)."""
     found = []
     for process in psutil.process_iter(["name", "cmdline", "status"]):
         try:
@@ -276,7 +282,8 @@ def leftovers(workspace: Path) -> list[str]:
                 continue
             named = process.info["name"] in LAUNCHER_NAMES or Path(cmdline[0]).name in LAUNCHER_NAMES
             supervisor = "_supervise()" in " ".join(cmdline)
-            if (named or supervisor) and str(workspace) in " ".join(cmdline):
+            job = cmdline[-1].endswith("run_launch.py")
+            if (named or supervisor or job) and str(workspace) in " ".join(cmdline):
                 found.append(f"{process.pid} {' '.join(cmdline)[:160]}")
         except psutil.Error:
             continue
@@ -433,3 +440,314 @@ def test_integrity_errors_from_a_real_faulty_run_reach_the_dataset(workspace, bu
     assert (ds["errors"].sel(library="mpich-5.0.2", placement="1N2P", kernel="pingpong.send", launch=0) > 0).all()
     table = ds.commbench.integrity_errors()
     assert sorted(table["size"]) == [8, 4096] and (table["errors"] > 0).all()
+
+
+# --- A workflow killed with SIGKILL: its launch ends with it, and the rerun redoes it, once ---
+
+LONG = textwrap.dedent("""
+    campaign: {name}
+    libraries:
+      mpich-5.0.2: {{mpi: mpich-5.0.2}}
+    placements: [{{name: 1N2P, nodes: 1, ppn: 2}}]
+    kernels:
+      pingpong.send: {{sizes: {{list: [8]}}}}
+    launches: {launches}
+    precision: {{rse: 0.000001, min_samples: 1000000, max_samples: 1000000, max_point_time: {seconds}}}
+    timeout: 60
+""")
+
+
+def _raw(name: str, launch: int) -> str:
+    return f"results/{name}/raw/mpich-5.0.2/1N2P/pingpong.send/launch{launch}.jsonl"
+
+
+@pytest.mark.mpi
+def test_a_workflow_killed_with_sigkill_takes_its_launch_along_and_the_rerun_redoes_it(workspace, built):
+    """kill -9 of Snakemake alone (its job re-parented, as from a terminal): the launch's job notices,
+    ends every process of the launch and says so; no raw file is left for it, and after --unlock the
+    rerun runs it (once) and keeps it."""
+    name = "killed"
+    campaign = write(workspace / "config" / "campaigns", LONG.format(name=name, launches=1, seconds=8), f"{name}.yaml")
+    results = workspace / "results" / name
+    process = _start(workspace, _raw(name, 0), "--configfile", str(campaign))
+    deadline = time.monotonic() + 60
+    while not (list(results.rglob("*.partial")) and leftovers(workspace)):
+        assert time.monotonic() < deadline and process.poll() is None, "the launch never started"
+        time.sleep(0.1)
+    process.kill()                    # SIGKILL to Snakemake only: its jobs learn nothing from it
+    process.communicate(timeout=30)
+    assert no_leftovers(workspace, within_s=10) == []
+    assert not (workspace / _raw(name, 0)).exists()
+    assert not [p.name for p in results.rglob("*") if p.suffix in (".partial", ".lock", ".reserved", ".tmp")]
+    log = (results / "logs" / "mpich-5.0.2" / "1N2P" / "pingpong.send" / "launch0.log").read_text()
+    assert f"the workflow that started it (pid {process.pid}) is gone" in log, log[-2000:]
+    assert "every process of it was ended; it has no raw file, so the next run of the workflow redoes it" in log
+
+    snakemake(workspace, "--unlock", "--configfile", str(campaign))
+    rerun = snakemake(workspace, _raw(name, 0), "--configfile", str(campaign))
+    assert (rerun.stdout + rerun.stderr).count("rule run_launch:") == 1, rerun.stderr[-3000:]
+    assert read_raw(workspace / _raw(name, 0)).status == "ok"
+    again = snakemake(workspace, _raw(name, 0), "--configfile", str(campaign))
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.mpi
+def test_a_launch_whose_previous_run_is_alive_waits_for_it(workspace, built):
+    """A launch never runs twice at once: while a previous run of it holds its lock (a workflow killed a
+    moment ago, still ending it), the rerun's job says so and starts the launch only once it is free."""
+    from commbench.launch import locks
+
+    name = "waiting"
+    campaign = write(workspace / "config" / "campaigns", LONG.format(name=name, launches=1, seconds=0.5),
+                     f"{name}.yaml")
+    lock = locks.launch_lock_path(workspace / _raw(name, 0))
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom commbench.launch import locks\n"
+         "with locks.held(sys.argv[1], 'launch of a killed workflow (pid 4242)', remove=True):\n"
+         "    print('held', flush=True); time.sleep(6)\nprint(time.time(), flush=True)", str(lock)],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    run = snakemake(workspace, _raw(name, 0), "--configfile", str(campaign))
+    released = float(holder.communicate(timeout=30)[0])
+    record = read_raw(workspace / _raw(name, 0)).launch
+    started = datetime.fromisoformat(record["started"]).timestamp()   # whole seconds, rounded down
+    seen = f"released at {released:.1f}, launch started at {record['started']}\n{run.stdout[-2000:]}"
+    assert "its previous run, launch of a killed workflow (pid 4242), has not ended yet; waiting for it to end" \
+        in run.stdout, seen
+    assert record["status"] == "ok" and started > released - 1, seen
+    assert not lock.exists()
+
+
+# --- Launches of different campaigns never overlap: the machine's lock ---
+
+@pytest.mark.mpi
+def test_launches_of_two_campaigns_started_together_never_overlap(workspace, built):
+    """Two campaigns of one checkout started at once: each launch holds the machine's lock, so no two
+    launches run at the same time; the one that waited says so and records how long."""
+    names = ("machine-a", "machine-b")
+    files = [write(workspace / "config" / "campaigns", LONG.format(name=name, launches=3, seconds=2.5), f"{name}.yaml")
+             for name in names]
+    targets = [[_raw(name, launch) for launch in range(3)] for name in names]
+    runs = [_start(workspace, *wanted, "--configfile", str(file)) for wanted, file in zip(targets, files)]
+    for run in runs:
+        run.communicate(timeout=120)
+    for run, name, wanted in zip(runs, names, targets):
+        assert all((workspace / path).exists() for path in wanted), f"{name}: {run.returncode}"
+    records = {name: [read_raw(workspace / path).launch for path in wanted] for name, wanted in zip(names, targets)}
+
+    def interval(record) -> tuple[float, float]:
+        start = datetime.fromisoformat(record["started"]).timestamp()   # whole seconds, rounded down
+        return start, start + record["duration_s"]
+
+    for a in records["machine-a"]:
+        for b in records["machine-b"]:
+            (a0, a1), (b0, b1) = interval(a), interval(b)
+            overlap = min(a1, b1) - max(a0, b0)
+            # `started` is rounded down to the second, so an interval may seem up to 1 s too early.
+            assert overlap < 1.0, (a["launch"], a["started"], a["duration_s"], b["launch"], b["started"],
+                                   b["duration_s"])
+    waited = [r["waited_for_machine_s"] for rs in records.values() for r in rs]
+    assert all(r["status"] == "ok" for rs in records.values() for r in rs)
+    assert max(waited) > 0.5, waited
+    logs = "".join(p.read_text() for name in names for p in (workspace / "results" / name / "logs").rglob("*.log"))
+    assert "waiting for the machine: launch " in logs and "is running there (lock " in logs
+
+
+# --- A full disk: nothing lost, nothing half-written, nothing stale taken as current ---
+
+@contextlib.contextmanager
+def small_disk(path: Path, size: str):
+    """A tmpfs of `size` mounted at `path` for the block (root only), unmounted however the test ends."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    path.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "commbench-test", str(path)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        for _ in range(50):      # a process that just ended may still hold a file there for a moment
+            if subprocess.run(["umount", str(path)], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.2)
+        else:
+            subprocess.run(["umount", "--lazy", str(path)], check=True)
+
+
+def fill(disk: Path, leave: int) -> None:
+    """Takes all but `leave` bytes of the disk's free space (disk/filler; fill(disk, None) gives it back)."""
+    filler = disk / "filler"
+    filler.unlink(missing_ok=True)
+    if leave is not None:
+        with open(filler, "wb") as file:
+            file.truncate(0)
+            os.posix_fallocate(file.fileno(), 0, max(shutil.disk_usage(disk).free - leave, 1))
+
+
+def leftover_temporaries(folder: Path) -> list[str]:
+    return sorted(str(p) for p in folder.rglob("*") if p.suffix in (".tmp", ".partial", ".reserved", ".lock"))
+
+
+def test_a_raw_file_is_made_in_place_without_a_second_copy(tmp_path):
+    """A finished launch's output larger than the space left still becomes its raw file: the launch record
+    goes in front of it in place (the space for it held from the start), and nothing is copied."""
+    from commbench.io.atomic import WriteError
+    from commbench.io.raw import reserve_record_space, write_raw_file
+
+    with small_disk(tmp_path / "disk", "2m") as disk:
+        output, partial = disk / "launch0.jsonl", disk / "launch0.jsonl.partial"
+        points = [(size, [1e-6 + i * 1e-9 for i in range(2000)]) for size in range(1, 31)]
+        body = b"".join(line + b"\n" for line in _complete_file(points).splitlines()[1:])   # the kernel's lines
+        reserve_record_space(output)
+        partial.write_bytes(body)
+        fill(disk, leave=len(body) // 2)               # a copy of the output could not be made
+        write_raw_file(output, _launch(), partial, with_output=True)
+        assert [p.size for p in read_raw(output).points] == list(range(1, 31))
+        assert leftover_temporaries(disk) == []
+
+        fill(disk, leave=0)
+        with pytest.raises(WriteError) as refused:
+            reserve_record_space(disk / "launch1.jsonl")
+        assert str(refused.value) == f"no space left on device writing {disk / 'launch1.jsonl'}"
+        assert leftover_temporaries(disk) == []
+
+
+def test_a_report_is_written_whole_or_not_at_all(tmp_path):
+    """A full disk stops the report with the file and the cause, and the report already there stays whole."""
+    from commbench.io.atomic import WriteError
+    from commbench.report.analysis_table import ReportData
+    from commbench.report.document import write_report
+
+    config = {"campaign": "unit", "libraries": {"libA": {"mpi": "m"}},
+              "placements": [{"name": "1N2P", "nodes": 1, "ppn": 2}],
+              "kernels": {"pingpong.send": {"sizes": {"list": [8, 1024, 65536]}}}, "launches": 1}
+    raw = tmp_path / "launch0.jsonl"
+    raw.write_bytes(_complete_file([(size, [1e-6 * (1 + size / 1e4) + i * 1e-9 for i in range(20)])
+                                    for size in (8, 1024, 65536)]))
+    ds = build_dataset(Campaign(name="unit", source="unit.yaml", config=validate_campaign(config)), [read_raw(raw)],
+                       {}, {})
+    with small_disk(tmp_path / "disk", "16m") as disk:
+        write_report(ReportData(ds), disk)
+        whole = (disk / "report.html").read_bytes()
+        fill(disk, leave=100_000)
+        with pytest.raises(WriteError) as refused:
+            write_report(ReportData(ds), disk)
+        assert str(refused.value).startswith("no space left on device") and str(disk) in str(refused.value)
+        assert (disk / "report.html").read_bytes() == whole
+        assert leftover_temporaries(disk) == []
+
+
+FULL = textwrap.dedent("""
+    campaign: full
+    libraries:
+      mpich-5.0.2: {mpi: mpich-5.0.2}
+    placements: [{name: 1N2P, nodes: 1, ppn: 2}]
+    kernels:
+      pingpong.send: {sizes: {list: [8, 1Ki, 64Ki]}}
+    launches: 2
+    precision: {rse: 0.05, min_samples: 5, max_samples: 2000, max_point_time: 0.3}
+    timeout: 60
+""")
+
+
+@pytest.mark.mpi
+def test_a_full_disk_loses_no_launch_and_no_stale_dataset_is_taken_as_current(workspace, built, tmp_path):
+    """Collection on a full disk fails with the file and the cause and leaves no dataset (Snakemake restores
+    none); once there is space the next run collects again, and the dataset holds the raw files' launches.
+    A dataset put back by hand (a fresh modification time, older launches) is collected again too."""
+    work = tmp_path / "work"
+    work.mkdir()
+    campaign = write(work, FULL, "full.yaml")
+    dataset, launch1 = "results/full/full.nc", "results/full/raw/mpich-5.0.2/1N2P/pingpong.send/launch1.jsonl"
+    build = ("--config", f"build_dir={workspace / 'build'}")
+
+    def started_in_dataset() -> str:
+        with open_campaign(work / dataset) as ds:
+            return str(ds["started"].sel(launch=1).values.ravel()[0])[:19]
+
+    def started_in_raw() -> str:
+        return read_raw(work / launch1).launch["started"][:19]
+
+    with small_disk(work / "results", "8m") as disk:
+        snakemake(work, dataset, "--configfile", str(campaign), *build)
+        fill(disk, leave=100_000)                     # room for a launch, not for a dataset
+        run = snakemake(work, dataset, "--configfile", str(campaign), "--forcerun", launch1, *build, check=False)
+        output = run.stdout + run.stderr
+        assert run.returncode != 0 and "collect full: no space left on device" in output, output[-3000:]
+        assert f"writing {dataset}" in output and "Traceback" not in output
+        assert read_raw(work / launch1).status == "ok"          # the launch is kept
+        assert not (work / dataset).exists() and leftover_temporaries(disk) == []
+        assert list((disk / "full" / "history").glob("*/full.nc"))  # the previous dataset, kept
+
+        fill(disk, None)
+        run = snakemake(work, dataset, "--configfile", str(campaign), *build)
+        assert "rule collect:" in run.stdout + run.stderr and started_in_dataset() == started_in_raw()
+
+        # An older dataset put back with a fresh time is no current one: the next run collects again.
+        shutil.copy(next((disk / "full" / "history").glob("*/full.nc")), work / dataset)
+        assert started_in_dataset() != started_in_raw()
+        run = snakemake(work, dataset, "--configfile", str(campaign), *build)
+        output = run.stdout + run.stderr
+        assert f"{dataset} is out of date" in output and "rule collect:" in output, output[-3000:]
+        assert started_in_dataset() == started_in_raw()
+        again = snakemake(work, dataset, "--configfile", str(campaign), *build)
+        assert "Nothing to be done" in again.stdout + again.stderr, again.stderr[-3000:]
+
+
+# --- Names: checked whole, and nothing runs or is written outside results/<campaign>/ ---
+
+@pytest.mark.parametrize("change, key", [
+    (("campaign: names", 'campaign: "names\\n"'), "campaign: 'names\\n' is not allowed"),
+    (("campaign: names", 'campaign: "names; touch pwned"'), "campaign: 'names; touch pwned' is not allowed"),
+    (("campaign: names", 'campaign: "$(touch pwned)"'), "campaign: '$(touch pwned)' is not allowed"),
+    (("  mpich-5.0.2:", '  "mpich-5.0.2\\n":'), "libraries: 'mpich-5.0.2\\n' is not allowed"),
+    (("name: 1N2P", 'name: "1N2P\\n"'), "placements[0].name: '1N2P\\n' is not allowed"),
+    (("name: 1N2P", "name: 1N 2P"), "placements[0].name: '1N 2P' is not allowed"),
+    (("pingpong.send:", '"pingpong.send@a\\n":'), "kernels: 'pingpong.send@a\\n' is not allowed"),
+    (("[8, 1Ki]", '[8, "1Ki\\n"]'), "kernels.pingpong.send.sizes.list[1]: '1Ki\\n' is not allowed"),
+])
+def test_a_bad_name_is_refused_before_anything_is_written(tmp_path, change, key):
+    """Names become paths and shell words: a trailing newline, a space or a shell character is refused
+    (patterns read as JSON Schema's ECMA-262 has them, `$` the end of the text) before any job."""
+    work = tmp_path / "work"
+    work.mkdir()
+    campaign = write(work, NAMES.format(name="names").replace(*change), "names.yaml")
+    run = snakemake(work, "--configfile", str(campaign), "--dry-run", check=False)
+    assert run.returncode != 0 and key in run.stdout + run.stderr, (run.stdout + run.stderr)[-2000:]
+    assert sorted(p.name for p in work.iterdir()) == ["names.yaml"]
+    assert not list(work.rglob("pwned")) and not (REPO / "pwned").exists()
+
+
+NAMES = textwrap.dedent("""
+    campaign: {name}
+    libraries:
+      mpich-5.0.2: {{mpi: mpich-5.0.2}}
+    placements: [{{name: 1N2P, nodes: 1, ppn: 2}}]
+    kernels:
+      pingpong.send: {{sizes: {{list: [8, 1Ki]}}}}
+    launches: 1
+    precision: {{rse: 0.2, min_samples: 3, max_samples: 30, max_point_time: 0.2}}
+    timeout: 60
+""")
+
+
+@pytest.mark.mpi
+def test_a_whole_campaign_in_a_folder_named_like_a_shell_command_writes_only_its_results(workspace, built, tmp_path):
+    """Every path that reaches a shell is quoted: a campaign whose name has '+' and '.', run through the whole
+    workflow (report included) from a folder whose name has a space, quotes, `;` and `$(...)`, writes
+    results/<campaign>/ and nothing else, and runs no part of a path as a command."""
+    work = tmp_path / "a b; $(touch pwned) 'q'"
+    work.mkdir()
+    campaign = write(work, NAMES.format(name="odd+name.v1-2").replace("mpich-5.0.2: {", "mpich+1.0: {"), "odd.yaml")
+    snakemake(work, "--configfile", str(campaign), "--config", f"build_dir={workspace / 'build'}")
+    outside = sorted(str(p.relative_to(work)) for p in work.rglob("*")
+                     if not p.relative_to(work).parts[0] == ".snakemake"
+                     and p.relative_to(work).parts[:2] != ("results", "odd+name.v1-2"))
+    assert outside == ["odd.yaml", "results"], outside
+    assert (work / "results" / "odd+name.v1-2" / "report.html").stat().st_size > 0
+    assert read_raw(work / "results" / "odd+name.v1-2" / "raw" / "mpich+1.0" / "1N2P" / "pingpong.send"
+                    / "launch0.jsonl").status == "ok"
+    assert not list(tmp_path.rglob("pwned")) and not (REPO / "pwned").exists()

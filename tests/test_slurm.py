@@ -157,6 +157,17 @@ def _argv0(pid: int) -> str:
         return ""
 
 
+def _described(pid: int) -> str:
+    """A process as a failure message needs it: parent, state, what it waits in, its whole command line."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        return f"{pid} (parent {fields[1]}, state {fields[0]}, in {wchan or '-'}): {command[:600]}"
+    except OSError:
+        return f"{pid} (gone)"
+
+
 def test_a_workflow_stopped_during_an_allocation_leaves_nothing_behind(workspace, built, local_slurm):
     """Ctrl-C while a two-node launch runs: Snakemake cancels the job, Slurm ends its steps, and the
     launch takes its ranks along; no job, step, rank or virtual node of the launch is left."""
@@ -184,12 +195,12 @@ def test_a_workflow_stopped_during_an_allocation_leaves_nothing_behind(workspace
         active = subprocess.run(["squeue", "-h", "-t", ACTIVE_STATES], env=local_slurm.env, capture_output=True,
                                 text=True).stdout.strip()
         steps = subprocess.run(["squeue", "-h", "-s"], env=local_slurm.env, capture_output=True, text=True).stdout.strip()
-        left = [_argv0(pid) for pid in vnodes.processes_on(local_slurm.cluster.name)
+        left = [_described(pid) for pid in vnodes.processes_on(local_slurm.cluster.name)
                 if not _argv0(pid).endswith("slurmd")]
         if not (active or steps or left):
             break
         time.sleep(1)
     assert not active and not steps, (active, steps, output[-3000:])
-    assert not left, left
+    assert not left, "\n".join(left) + "\n" + output[-3000:]
     # No virtual nodes of a launch are left: every cluster made since is gone or still has its owner.
     assert not [name for name in vnodes.existing_clusters() - before if vnodes.owner_of(name) is None]

@@ -13,6 +13,8 @@ from commbench import open_campaign
 from commbench.report import ReportData
 from commbench.report.tables import performance_table
 
+from commbench.units import format_mbps, format_number, format_us
+
 from conftest import snakemake, write_campaign
 
 HEAVY = dict(tail_df=3.0, outlier_fraction=0.02, outlier_scale=5.0)
@@ -95,16 +97,25 @@ def test_cli_bandwidth_and_percentiles_are_the_reports(bidirectional, capsys):
     for kernel in ("pingpong.send", "stream.bi", "exchange.sendrecv"):
         fields = printed[kernel]
         largest = points[(points["kernel"] == kernel) & (points["size"] == 65536)].iloc[0]
-        assert fields[-3:] == ["64", "KiB", f"{largest['bandwidth_MBps']:.1f}"], fields
-        # The time columns at 8 B: mean, P50, P90, P99 in microseconds, as the summary gives them.
+        assert fields[-3:] == ["64", "KiB", format_mbps(largest["bandwidth_Bps"])], fields
+        # The time columns at 8 B: mean, P50, P90, P99 in microseconds, as the summary gives them and
+        # written as every table writes them (commbench.units).
         smallest = ds.commbench.summary(ci=False).sel(library="mpich-5.0.2", placement="1N2P", kernel=kernel, size=8)
-        assert fields[3:9] == ["8", "B", *(f"{float(smallest[name]) * 1e6:.3f}" for name in ("mean", "p50", "p90",
-                                                                                             "p99"))], fields
+        assert fields[3:9] == ["8", "B", *(format_us(float(smallest[name])) for name in ("mean", "p50", "p90",
+                                                                                          "p99"))], fields
+        assert smallest["mean"] <= smallest["p99"]
     # Both directions count: stream.bi and the exchange move twice the message per timed unit.
     for kernel in ("stream.bi", "exchange.sendrecv"):
         one_way = 65536 / float(summary["median"].sel(kernel=kernel)) / 1e6
         assert float(printed[kernel][-1]) == pytest.approx(2 * one_way, rel=1e-3)
-    assert float(printed["stream.bi"][-1]) == table["stream.bi at 65536 B (MB/s)"]
+    assert printed["stream.bi"][-1] == table_cell(table, "stream.bi at 64 KiB (MB/s)")
+
+
+def table_cell(row, column: str) -> str:
+    """A performance-table cell as the report shows it (Table.readable)."""
+    from commbench.report.elements import readable
+
+    return readable(row.to_frame().T.astype({column: float}))[column].iloc[0]
 
 
 def _table_lines(capsys, dataset) -> list[str]:
@@ -113,3 +124,11 @@ def _table_lines(capsys, dataset) -> list[str]:
     lines = capsys.readouterr().out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("library"))
     return [line for line in lines[start + 1:] if line.strip()]
+
+
+@pytest.mark.parametrize("value, text", [(0.35312, "0.3531"), (12.4712, "12.47"), (1590.4, "1590"),
+                                         (10680.2, "10680"), (-0.05526, "-0.05526"), (float("nan"), ""),
+                                         (float("inf"), "")])
+def test_every_table_writes_numbers_alike(value, text):
+    """Four significant figures, whole numbers from 1000 up, never an exponent: '10680' beside '1590'."""
+    assert format_number(value) == text

@@ -4,8 +4,8 @@ from commbench.units import parse_size
 
 
 @pytest.mark.parametrize("text, expected", [
-    (0, 0), (4096, 4096), ("8", 8), ("1k", 1000), ("64Ki", 65536), ("4Mi", 4194304),
-    ("2M", 2_000_000), ("1Gi", 2**30),
+    (0, 0), (4096, 4096), ("8", 8), ("1k", 1024), ("1K", 1024), ("64Ki", 65536), ("4Mi", 4194304),
+    ("2M", 2 * 2**20), ("1Gi", 2**30), ("1G", 2**30),
 ])
 def test_sizes_in_bytes(text, expected):
     assert parse_size(text) == expected

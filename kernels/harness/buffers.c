@@ -11,11 +11,6 @@ static size_t page_round(size_t bytes)
     return bytes ? (bytes + CB_PAGE - 1) / CB_PAGE * CB_PAGE : CB_PAGE;
 }
 
-static double per(enum cb_per what, int nprocs)
-{
-    return what == CB_PER_RANK ? (double)nprocs : what == CB_PER_PAIR ? (double)(nprocs / 2) : 1.0;
-}
-
 int cb_kernel_slots(const struct cb_kernel *kernel, const struct cb_params *params, int nprocs)
 {
     switch (kernel->slots) {
@@ -63,7 +58,7 @@ size_t cb_memory_per_rank(const struct cb_kernel *kernel, const struct cb_option
 
 size_t cb_scratch_bytes(const struct cb_kernel *kernel, size_t largest, int nprocs)
 {
-    return (size_t)(kernel->scratch.factor * per(kernel->scratch.per, nprocs) * (double)largest);
+    return (size_t)(kernel->scratch.factor * cb_per_count(kernel->scratch.per, nprocs) * (double)largest);
 }
 
 int cb_allocate(struct cb_buffer *b, size_t bytes, size_t align)

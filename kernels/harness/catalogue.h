@@ -66,13 +66,27 @@ extern const struct cb_kernel cb_kernels[];
 const struct cb_kernel *cb_find_kernel(const char *name);
 /* The known kernel whose name is closest to `name` (a did-you-mean), or NULL when none is close. */
 const struct cb_kernel *cb_closest_kernel(const char *name);
-/* One line per kernel, its name and metric (--list), or JSON Lines (--list --json / --describe). */
+/* The kernel `name` if it can run on `nprocs` ranks (and, with `built`, is in this binary); else NULL and
+ * why not in `error`, with the nearest name for one that is not a kernel. */
+const struct cb_kernel *cb_runnable_kernel(const char *name, int nprocs, int built, char *error, size_t len);
+/* One line per kernel, its name and metric (--list; --list --json and --describe give JSON Lines). */
 void cb_list_kernels(FILE *out);
 /* The catalogue as JSON Lines, one object per kernel. `built_mpi_major` > 0 adds, for a build against
  * an MPI of that version, whether each kernel is available in it and why not. */
 void cb_describe_kernels(FILE *out, int built_mpi_major, int built_mpi_minor);
 /* One kernel's description as a JSON object (no newline), as in --describe. */
 void cb_describe_kernel(FILE *out, const struct cb_kernel *kernel, int built_mpi_major, int built_mpi_minor);
+
+/* Whether the kernel's tags include `tag`. */
+int cb_kernel_tagged(const struct cb_kernel *kernel, const char *tag);
+/* 1, the ranks or the pairs of ranks on `nprocs` ranks. */
+double cb_per_count(enum cb_per per, int nprocs);
+/* Bytes one unit of the kernel's metric moves with messages of `size` on `nprocs` ranks (bandwidth =
+ * this / time). */
+double cb_bytes_moved(const struct cb_kernel *kernel, size_t size, int nprocs);
+/* Whether people read the kernel as a bandwidth (MB/s) rather than a time (us): the streams with a window
+ * of more than one message, the I/O kernels and a copy's peak. */
+int cb_reads_as_bandwidth(const struct cb_kernel *kernel, int window);
 
 const char *cb_slots_name(enum cb_slots slots);
 const char *cb_per_name(enum cb_per per);

@@ -2,7 +2,7 @@
  * campaign can be checked before any MPI library is installed.
  *
  *   commbench-catalogue --describe                      every kernel, JSON Lines (as --describe of a build)
- *   commbench-catalogue --list                          every kernel, one line each
+ *   commbench-catalogue --list [--json]                 every kernel, one line each (--json: as --describe)
  *   commbench-catalogue --needs RANKS KERNEL [options]  the options checked as commbench-kernels checks
  *                                                       them, and what one launch on RANKS ranks allocates
  *                                                       (JSON); exit 2 and the message where they are bad */
@@ -21,15 +21,12 @@ static int needs(int ranks, int argc, char **argv)
     const char *error = cb_parse_options(argc, argv, &o, &action);
     const struct cb_kernel *kernel = NULL;
     size_t *sizes = NULL, nsizes = 0;
+    char problem[512];
     if (!error && action != CB_MEASURE) error = "--needs takes a kernel and its options, not --list or --help";
     if (!error && !(nsizes = cb_size_schedule(&o.schedule, &sizes)))
-        error = "bad size schedule: --schedule powers|netpipe|small|large|list with MIN <= MAX, "
-                "or --sizes A,B,... of distinct byte counts";
-    if (!error && !(kernel = cb_find_kernel(o.kernel))) error = "unknown kernel (see --list)";
-    if (!error && ranks < kernel->min_ranks) error = "too few ranks for this kernel";
-    size_t type_size = cb_datatype_size(o.datatype);
-    for (size_t i = 0; !error && i < nsizes; i++)
-        if (sizes[i] % type_size) error = "with --datatype int or double, every size must be a multiple of its size in bytes";
+        error = "no sizes: the schedule between -m's MIN and MAX is empty";
+    if (!error && !(kernel = cb_runnable_kernel(o.kernel, ranks, 0, problem, sizeof problem))) error = problem;
+    if (!error) error = cb_check_sizes(sizes, nsizes, cb_datatype_size(o.datatype), problem, sizeof problem);
     if (error) {
         fprintf(stderr, "commbench-kernels: %s\n", error);
         free(sizes);
@@ -58,6 +55,10 @@ int main(int argc, char **argv)
         cb_list_kernels(stdout);
         return 0;
     }
+    if (argc == 3 && strcmp(argv[1], "--list") == 0 && strcmp(argv[2], "--json") == 0) {
+        cb_describe_kernels(stdout, 0, 0);
+        return 0;
+    }
     if (argc >= 4 && strcmp(argv[1], "--needs") == 0) {
         char *end;
         long ranks = strtol(argv[2], &end, 10);
@@ -68,6 +69,6 @@ int main(int argc, char **argv)
         argv[2] = argv[0];   /* the parser reads argv[1:] as commbench-kernels' own command line */
         return needs((int)ranks, argc - 2, argv + 2);
     }
-    fputs("usage: commbench-catalogue --describe | --list | --needs RANKS KERNEL [options]\n", stderr);
+    fputs("usage: commbench-catalogue --describe | --list [--json] | --needs RANKS KERNEL [options]\n", stderr);
     return 2;
 }

@@ -10,6 +10,7 @@
 #include "buffers.h"
 #include "catalogue.h"
 #include "options.h"
+#include "stopping.h"
 
 #define CB_RECORD_SCHEMA 1
 
@@ -27,6 +28,7 @@ struct cb_context {
     int integrity;         /* fill and check every message, counting errors */
     int inject_fault;      /* corrupt one byte per batch: proves the check works */
     long errors;
+    long iteration_base;   /* added to a batch's own iteration numbers in integrity patterns (--osu) */
     void *state;           /* a kernel's own, from setup to teardown */
     int timer;             /* the enum cb_timer in use, for kernels that time themselves */
     /* A kernel that times itself returns 0 from run() and leaves here, on rank 0, the
@@ -91,11 +93,35 @@ struct cb_point {
     long errors;       /* integrity errors over every rank */
 };
 
-/* measure.c */
+/* measure.c: the default timing, to a precision target */
 double cb_timer_resolution(enum cb_timer timer);
 double cb_harness_overhead(const struct cb_kernel *kernel, struct cb_context *ctx, enum cb_timer timer);
+/* `iterations` of the kernel, no barrier first; rank 0's elapsed time (0 on the others), *units set to
+ * how many units of the kernel's metric one iteration holds. Collective. */
+double cb_run_batch(const struct cb_kernel *kernel, struct cb_context *ctx, size_t size, long iterations,
+                    enum cb_timer timer, double *units);
+/* With -i N: the batches (samples) of a size, and *per_batch their iterations: N in --min-samples batches. */
+int cb_fixed_batches(const struct cb_options *o, long *per_batch);
 void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel, struct cb_context *ctx,
                      size_t size, double min_sample_time, double *samples, struct cb_point *point);
+/* The point record of samples taken (rank 0), with every rank's integrity errors. Collective. */
+void cb_finish_point(struct cb_context *ctx, const struct cb_stopping_rule *rule, const struct cb_running *running,
+                     size_t size, long iterations, const double *samples, double subtracted, struct cb_point *point);
+
+/* osu.c: --osu, OSU's fixed iterations, each timed on its own */
+enum cb_osu_kind { CB_OSU_LATENCY, CB_OSU_BANDWIDTH, CB_OSU_COLLECTIVE };
+#define CB_OSU_LARGE_MESSAGE_SIZE 8192   /* OSU's defaults change above this size (LARGE_MESSAGE_SIZE) */
+/* Which of OSU's defaults a kernel takes: a stream's (a window of more than one message), a collective's,
+ * or a latency test's. */
+enum cb_osu_kind cb_osu_kind(const struct cb_kernel *kernel, const struct cb_params *params);
+/* Timed and warm-up iterations for messages of `size`: -i and -x, or OSU's defaults. */
+void cb_osu_counts(const struct cb_options *o, enum cb_osu_kind kind, size_t size, long *iterations, long *warmup);
+/* `samples` has room for the iterations (cb_osu_counts). Collective; `point` filled on rank 0. */
+void cb_measure_size_osu(const struct cb_options *o, const struct cb_kernel *kernel, struct cb_context *ctx,
+                         size_t size, double *samples, struct cb_point *point);
+
+/* main.c: prints what a command line that measures nothing asks for (--help, --list, --describe). */
+void cb_answer(enum cb_action action);
 
 /* records.c; the run record is collective (it gathers every rank's host and binding). */
 void cb_write_run_record(FILE *out, const struct cb_options *o, const struct cb_kernel *kernel,

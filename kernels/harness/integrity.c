@@ -3,7 +3,7 @@
 
 void cb_fill_checked(struct cb_context *ctx, unsigned char *msg, size_t size, long iteration, int leg)
 {
-    for (size_t j = 0; j < size; j++) msg[j] = cb_pattern(j, iteration, leg);
+    for (size_t j = 0; j < size; j++) msg[j] = cb_pattern(j, ctx->iteration_base + iteration, leg);
     /* The injected fault: one wrong byte in rank 0's first message of every batch. */
     if (ctx->inject_fault && ctx->rank == 0 && iteration == 0 && size > 0) msg[size / 2] ^= 0x5a;
 }
@@ -11,5 +11,5 @@ void cb_fill_checked(struct cb_context *ctx, unsigned char *msg, size_t size, lo
 void cb_check_received(struct cb_context *ctx, const unsigned char *msg, size_t size, long iteration, int leg)
 {
     for (size_t j = 0; j < size; j++)
-        if (msg[j] != cb_pattern(j, iteration, leg)) ctx->errors++;
+        if (msg[j] != cb_pattern(j, ctx->iteration_base + iteration, leg)) ctx->errors++;
 }

@@ -1,11 +1,11 @@
 /* commbench_run: the one entry point of every kernel, behind both the
  * commbench-kernels binary (program.c) and libcommbench-kernels.so.
  *
- *   mpiexec -n 2 commbench-kernels pingpong.send -m 1:4194304 -o run.jsonl
+ *   mpiexec -n 2 commbench-kernels pingpong.send -m 1:4Mi -o run.jsonl
  *
- * Rank 0 times each sample (a batch of iterations between a barrier and the
- * end of the batch), decides when a size has enough samples and writes the
- * JSON Lines records: one "run", one "point" per size, one "end". */
+ * Rank 0 times each sample (measure.c: a batch of iterations after a barrier; osu.c, with --osu: one
+ * iteration), decides when a size has enough samples and writes the JSON Lines records (records.c: one
+ * "run", one "point" per size, one "end") and what a person reads (console.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "commbench.h"
+#include "console.h"
 #include "harness.h"
 
 static MPI_Datatype datatype_of(const char *name)
@@ -22,6 +23,27 @@ static MPI_Datatype datatype_of(const char *name)
     if (strcmp(name, "int") == 0) return MPI_INT;
     if (strcmp(name, "double") == 0) return MPI_DOUBLE;
     return MPI_BYTE;
+}
+
+void cb_answer(enum cb_action action)
+{
+    if (action == CB_LIST) cb_list_kernels(stdout);
+    if (action == CB_LIST_JSON) cb_describe_kernels(stdout, MPI_VERSION, MPI_SUBVERSION);
+    if (action == CB_HELP) cb_usage(stdout);
+    fflush(stdout);
+}
+
+/* Room for the samples of any one size. */
+static size_t samples_room(const struct cb_options *o, const struct cb_kernel *kernel, const size_t *sizes, size_t n)
+{
+    if (o->timing != CB_TIMING_OSU) return (size_t)o->max_samples;
+    size_t room = 1;
+    for (size_t i = 0; i < n; i++) {
+        long iterations, warmup;
+        cb_osu_counts(o, cb_osu_kind(kernel, &o->params), sizes[i], &iterations, &warmup);
+        if ((size_t)iterations > room) room = (size_t)iterations;
+    }
+    return room;
 }
 
 /* Everything after MPI is up: parse, set up, measure, write the records, undo the set-up.
@@ -35,29 +57,26 @@ static int run_kernel(struct cb_context *ctx, int argc, char **argv)
     const struct cb_kernel *kernel = NULL;
     size_t *sizes = NULL, nsizes = 0;
     double *samples = NULL;
-    FILE *out = stdout;
+    FILE *out = NULL;
     int status = 0;
+    char problem_text[512];
     if (!error && action != CB_MEASURE) {
-        if (ctx->rank == 0 && action == CB_LIST) cb_list_kernels(stdout);
-        if (ctx->rank == 0 && action == CB_HELP) cb_usage(stdout);
+        if (ctx->rank == 0) cb_answer(action);
         return 0;
     }
     if (!error && !(nsizes = cb_size_schedule(&o.schedule, &sizes)))
-        error = "bad size schedule: --schedule powers|netpipe|small|large|list with MIN <= MAX, "
-                "or --sizes A,B,... of distinct byte counts";
+        error = "no sizes: the schedule between -m's MIN and MAX is empty";
     if (!error && o.print_sizes) {
         for (size_t i = 0; ctx->rank == 0 && i < nsizes; i++) printf("%zu\n", sizes[i]);
         fflush(stdout);
         free(sizes);
         return 0;
     }
-    if (!error && !(kernel = cb_find_kernel(o.kernel))) error = "unknown kernel (see --list)";
-    if (!error && !kernel->run) error = "this kernel is not built into this binary (see --describe)";
-    if (!error && ctx->nprocs < kernel->min_ranks) error = "too few ranks for this kernel";
+    if (!error) kernel = cb_runnable_kernel(o.kernel, ctx->nprocs, 1, problem_text, sizeof problem_text);
+    if (!error && !kernel) error = problem_text;
     ctx->datatype = datatype_of(o.datatype);
     ctx->type_size = cb_datatype_size(o.datatype);
-    for (size_t i = 0; !error && i < nsizes; i++)
-        if (sizes[i] % ctx->type_size) error = "with --datatype int or double, every size must be a multiple of its size in bytes";
+    if (!error) error = cb_check_sizes(sizes, nsizes, ctx->type_size, problem_text, sizeof problem_text);
     if (error) {
         if (ctx->rank == 0) fprintf(stderr, "commbench-kernels: %s\n", error);
         free(sizes);
@@ -75,9 +94,14 @@ static int run_kernel(struct cb_context *ctx, int argc, char **argv)
     for (size_t i = 0; i < nsizes; i++) if (sizes[i] > largest) largest = sizes[i];
     int kernel_slots = ctx->slots_per_iteration;
     size_t buffer_bytes = cb_buffer_bytes(kernel, &o, largest, ctx->nprocs);
+    size_t room = samples_room(&o, kernel, sizes, nsizes);
     /* Set-up may be collective (windows, files): no rank starts it unless every rank has its buffers. */
     int failed = cb_allocate(&ctx->send, buffer_bytes, o.align) || cb_allocate(&ctx->recv, buffer_bytes, o.align);
     if (failed) fprintf(stderr, "commbench-kernels: rank %d cannot allocate 2 x %zu bytes\n", ctx->rank, buffer_bytes);
+    if (!failed && ctx->rank == 0 && !(samples = malloc(room * sizeof *samples))) {
+        fprintf(stderr, "commbench-kernels: cannot allocate room for %zu samples of one size\n", room);
+        failed = 1;
+    }
     int any_failed = 0;
     MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_LOR, ctx->comm);
     if (any_failed) { status = 3; goto done; }
@@ -97,6 +121,7 @@ static int run_kernel(struct cb_context *ctx, int argc, char **argv)
         fprintf(stderr, "commbench-kernels: cannot write %s: %s\n", o.output, strerror(errno));
         failed = 1;
     }
+    if (o.json) out = stdout;
     MPI_Bcast(&failed, 1, MPI_INT, 0, ctx->comm);
     if (failed) { status = 3; goto torn_down; }
 
@@ -106,10 +131,11 @@ static int run_kernel(struct cb_context *ctx, int argc, char **argv)
     MPI_Bcast(&resolution, 1, MPI_DOUBLE, 0, ctx->comm);
     MPI_Bcast(&overhead, 1, MPI_DOUBLE, 0, ctx->comm);
     cb_write_run_record(out, &o, kernel, ctx, resolution, overhead, sizes, nsizes, buffer_bytes);
+    struct cb_console console;
+    cb_console_begin(&console, &o, kernel, ctx);
 
     /* A sample must dwarf both the timer's tick and the cost of timing it. */
     double min_sample_time = fmax(o.min_sample_time_s, fmax(100 * resolution, 100 * overhead));
-    samples = malloc((size_t)o.max_samples * sizeof *samples);
     for (size_t i = 0; i < nsizes; i++) {
         /* Rank 0 stops answering; the others block in the next barrier: a real MPI hang. */
         if (o.hang_after >= 0 && (long)i == o.hang_after)
@@ -120,16 +146,15 @@ static int run_kernel(struct cb_context *ctx, int argc, char **argv)
         cb_lay_out(&ctx->send, &o, sizes[i], kernel_slots);
         cb_lay_out(&ctx->recv, &o, sizes[i], kernel_slots);
         struct cb_point point;
-        cb_measure_size(&o, kernel, ctx, sizes[i], min_sample_time, samples, &point);
+        if (o.timing == CB_TIMING_OSU) cb_measure_size_osu(&o, kernel, ctx, sizes[i], samples, &point);
+        else cb_measure_size(&o, kernel, ctx, sizes[i], min_sample_time, samples, &point);
         if (ctx->rank == 0) {
-            cb_write_point_record(out, &point, o.integrity);
-            fprintf(stderr, "%s %zu B: %.4g s mean, %d samples of %ld iterations, rse %.2g%s%s\n",
-                    kernel->name, point.size, point.mean, point.n, point.iterations, point.rse,
-                    point.settled ? "" : " (not settled)", point.errors ? " INTEGRITY ERRORS" : "");
+            if (out) cb_write_point_record(out, &point, o.integrity);
+            cb_console_point(&console, &point);
         }
     }
 
-    if (ctx->rank == 0) cb_write_end_record(out, nsizes, cb_now(o.timer) - measuring_since);
+    if (ctx->rank == 0 && out) cb_write_end_record(out, nsizes, cb_now(o.timer) - measuring_since);
 torn_down:
     if (kernel->teardown) kernel->teardown(ctx);
 done:

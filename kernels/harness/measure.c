@@ -51,15 +51,13 @@ double cb_harness_overhead(const struct cb_kernel *kernel, struct cb_context *ct
     return t[n / 2];
 }
 
-/* One timed batch; every rank takes part, rank 0's elapsed time is returned and
- * *units set to how many units of the kernel's metric one iteration holds. */
-static double timed_batch(const struct cb_kernel *kernel, struct cb_context *ctx,
-                          size_t size, long iterations, enum cb_timer timer, double *units)
+double cb_run_batch(const struct cb_kernel *kernel, struct cb_context *ctx, size_t size, long iterations,
+                    enum cb_timer timer, double *units)
 {
-    MPI_Barrier(ctx->comm);
-    double t0 = cb_now(timer);
+    /* Only rank 0 reads the clock, as OSU's loops do: the others' timer calls would sit in its round trips. */
+    double t0 = ctx->rank == 0 ? cb_now(timer) : 0;
     double per_iteration = kernel->run(ctx, size, iterations);
-    double elapsed = cb_now(timer) - t0;
+    double elapsed = ctx->rank == 0 ? cb_now(timer) - t0 : 0;
     if (units) *units = per_iteration;
     /* Every rank ran the same iterations, so every rank's cursors stay in step. */
     ctx->send.cursor = (ctx->send.cursor + iterations * ctx->slots_per_iteration) % ctx->send.slots;
@@ -67,14 +65,26 @@ static double timed_batch(const struct cb_kernel *kernel, struct cb_context *ctx
     return elapsed;
 }
 
-/* Iterations per sample so that one sample lasts at least `target` seconds.
- * Two batches in a row must reach it: a first batch that is slow only because
- * it ran cold would otherwise leave every later sample too short. */
+/* A sample: a barrier, then a batch. */
+static double timed_batch(const struct cb_kernel *kernel, struct cb_context *ctx,
+                          size_t size, long iterations, enum cb_timer timer, double *units)
+{
+    MPI_Barrier(ctx->comm);
+    return cb_run_batch(kernel, ctx, size, iterations, timer, units);
+}
+
+/* Iterations per sample so that one sample lasts at least `target` seconds at the fastest rate seen:
+ * another process taking the core only ever slows a batch down, so a slow moment while calibrating
+ * must not leave later samples short, and the rate comes from CALIBRATION_BATCHES batches at least
+ * (two slow ones alone would settle on a single iteration). Two batches in a row must reach the target:
+ * a first batch that is slow only because it ran cold would otherwise leave every later sample too short. */
 static long calibrate(const struct cb_kernel *kernel, struct cb_context *ctx,
                       size_t size, double target, enum cb_timer timer)
 {
+    enum { CALIBRATION_BATCHES = 5 };
     long decision[2] = {1, 0}; /* iterations, done */
-    int reached_once = 0;
+    int reached_once = 0, batches = 0;
+    double fastest = INFINITY;  /* seconds per iteration of the fastest batch so far (rank 0) */
     while (!decision[1]) {
         long n = decision[0];
         double units, elapsed = timed_batch(kernel, ctx, size, n, timer, &units);
@@ -82,13 +92,16 @@ static long calibrate(const struct cb_kernel *kernel, struct cb_context *ctx,
          * threads, measuring acknowledgements): calibrate on what it timed. */
         if (units == 0) elapsed = ctx->measured * (double)n;
         if (ctx->rank == 0) {
-            if (elapsed >= target || n >= MAX_ITERATIONS_PER_SAMPLE) {
-                decision[1] = reached_once;
+            fastest = fmin(fastest, elapsed / (double)n);
+            double expected = fastest * (double)n;
+            batches++;
+            if (expected >= target || n >= MAX_ITERATIONS_PER_SAMPLE) {
+                decision[1] = reached_once && batches >= CALIBRATION_BATCHES;
                 reached_once = 1;
             } else {
                 reached_once = 0;
                 /* Aim 20% past the target, growing at most 16x per round. */
-                double want = elapsed > 0 ? ceil(1.2 * (double)n * target / elapsed) : 16.0 * (double)n;
+                double want = expected > 0 ? ceil(1.2 * (double)n * target / expected) : 16.0 * (double)n;
                 long next = want > 16.0 * (double)n ? n * 16 : (long)want;
                 decision[0] = next > n ? next : n + 1;
                 if (decision[0] > MAX_ITERATIONS_PER_SAMPLE) decision[0] = MAX_ITERATIONS_PER_SAMPLE;
@@ -99,17 +112,28 @@ static long calibrate(const struct cb_kernel *kernel, struct cb_context *ctx,
     return decision[0];
 }
 
-/* Samples one size until the mean is known to the target precision, the sample
- * limit is reached, or the time cap for one size is spent. Collective; `point` is filled on rank 0,
- * its samples in `samples` (room for --max-samples). */
+int cb_fixed_batches(const struct cb_options *o, long *per_batch)
+{
+    *per_batch = o->iterations >= o->min_samples ? o->iterations / o->min_samples : 1;
+    long batches = o->iterations / *per_batch;
+    return batches < o->max_samples ? (int)batches : o->max_samples;
+}
+
+/* Samples one size: without -i, in calibrated batches until the mean is known to the target
+ * precision, the sample limit is reached or the time cap for one size is spent; with -i N, N
+ * iterations in --min-samples batches (fewer samples where N is smaller, then the point is not settled),
+ * within the same time cap. Collective; `point` is filled on rank 0, its samples in `samples` (room for
+ * --max-samples). */
 void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel, struct cb_context *ctx,
                      size_t size, double min_sample_time, double *samples, struct cb_point *point)
 {
     ctx->errors = 0;
+    ctx->iteration_base = 0;
     if (o->warmup) timed_batch(kernel, ctx, size, o->warmup, o->timer, NULL);
-    long iterations = o->fixed_iterations
-                          ? o->fixed_iterations
-                          : calibrate(kernel, ctx, size, min_sample_time, o->timer);
+    long iterations;
+    int planned = 0;   /* with -i, the batches; else the stopping rule says when */
+    if (o->iterations) planned = cb_fixed_batches(o, &iterations);
+    else iterations = calibrate(kernel, ctx, size, min_sample_time, o->timer);
     struct cb_stopping_rule rule = {o->rse_target, o->min_samples, o->max_samples, o->max_point_time_s};
     struct cb_running running = {0};
     double started = cb_now(o->timer), subtracted = 0;
@@ -120,14 +144,22 @@ void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel,
             samples[running.n] = units > 0 ? elapsed / ((double)iterations * units) : ctx->measured;
             subtracted += units > 0 ? 0 : ctx->subtracted;
             cb_running_add(&running, samples[running.n]);
-            more = !cb_sampling_done(&running, &rule, cb_now(o->timer) - started);
+            double spent = cb_now(o->timer) - started;
+            more = o->iterations ? running.n < planned && spent < o->max_point_time_s
+                                 : !cb_sampling_done(&running, &rule, spent);
         }
         MPI_Bcast(&more, 1, MPI_INT, 0, ctx->comm);
     }
+    cb_finish_point(ctx, &rule, &running, size, iterations, samples, subtracted, point);
+}
+
+void cb_finish_point(struct cb_context *ctx, const struct cb_stopping_rule *rule, const struct cb_running *running,
+                     size_t size, long iterations, const double *samples, double subtracted, struct cb_point *point)
+{
     long errors = 0;
     MPI_Reduce(&ctx->errors, &errors, 1, MPI_LONG, MPI_SUM, 0, ctx->comm);
-    *point = (struct cb_point){.size = size, .iterations = iterations, .n = running.n, .samples = samples,
-                               .settled = cb_running_settled(&running, &rule), .rse = cb_running_rse(&running),
-                               .mean = running.mean, .subtracted = running.n ? subtracted / running.n : 0,
+    *point = (struct cb_point){.size = size, .iterations = iterations, .n = running->n, .samples = samples,
+                               .settled = cb_running_settled(running, rule), .rse = cb_running_rse(running),
+                               .mean = running->mean, .subtracted = running->n ? subtracted / running->n : 0,
                                .errors = errors};
 }

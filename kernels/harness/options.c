@@ -1,77 +1,254 @@
 /* Parsing commbench-kernels' command line (see options.h); no MPI. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "numbers.h"
 #include "options.h"
+#include "suggest.h"
 
-void cb_usage(FILE *out)
+enum {
+    OPT_SCHEDULE = 256, OPT_SIZES, OPT_RSE, OPT_MIN_SAMPLES, OPT_MAX_SAMPLES, OPT_MAX_POINT_TIME,
+    OPT_MIN_SAMPLE_TIME, OPT_TIMER, OPT_LIST, OPT_JSON, OPT_OSU, OPT_TIMING, OPT_PER_OCTAVE, OPT_PERTURBATION,
+    OPT_STEP, OPT_SHUFFLE, OPT_PRINT_SIZES, OPT_CACHE, OPT_CACHE_SIZE, OPT_ALIGN, OPT_DATATYPE, OPT_INTEGRITY,
+    OPT_INJECT_FAULT, OPT_HANG_AFTER, OPT_WINDOW, OPT_WINDOW_BUFFERS, OPT_MESSAGES, OPT_PIECES, OPT_RMA_SYNC,
+    OPT_HALO, OPT_NODES, OPT_PROC_GRID, OPT_METHOD, OPT_SCRATCH, OPT_IO_SYNC, OPT_DROP_CACHE, OPT_DESCRIBE,
+};
+
+static const struct option LONG_OPTIONS[] = {
+    {"schedule", required_argument, 0, OPT_SCHEDULE},
+    {"sizes", required_argument, 0, OPT_SIZES},
+    {"per-octave", required_argument, 0, OPT_PER_OCTAVE},
+    {"perturbation", required_argument, 0, OPT_PERTURBATION},
+    {"step", required_argument, 0, OPT_STEP},
+    {"shuffle", required_argument, 0, OPT_SHUFFLE},
+    {"print-sizes", no_argument, 0, OPT_PRINT_SIZES},
+    {"osu", no_argument, 0, OPT_OSU},
+    {"timing", required_argument, 0, OPT_TIMING},
+    {"rse", required_argument, 0, OPT_RSE},
+    {"min-samples", required_argument, 0, OPT_MIN_SAMPLES},
+    {"max-samples", required_argument, 0, OPT_MAX_SAMPLES},
+    {"max-point-time", required_argument, 0, OPT_MAX_POINT_TIME},
+    {"min-sample-time", required_argument, 0, OPT_MIN_SAMPLE_TIME},
+    {"timer", required_argument, 0, OPT_TIMER},
+    {"cache", required_argument, 0, OPT_CACHE},
+    {"cache-size", required_argument, 0, OPT_CACHE_SIZE},
+    {"align", required_argument, 0, OPT_ALIGN},
+    {"datatype", required_argument, 0, OPT_DATATYPE},
+    {"integrity", no_argument, 0, OPT_INTEGRITY},
+    {"inject-fault", no_argument, 0, OPT_INJECT_FAULT},
+    {"test-hang-after", required_argument, 0, OPT_HANG_AFTER},
+    {"window", required_argument, 0, OPT_WINDOW},
+    {"window-buffers", required_argument, 0, OPT_WINDOW_BUFFERS},
+    {"messages", required_argument, 0, OPT_MESSAGES},
+    {"pieces", required_argument, 0, OPT_PIECES},
+    {"rma-sync", required_argument, 0, OPT_RMA_SYNC},
+    {"halo", required_argument, 0, OPT_HALO},
+    {"nodes", required_argument, 0, OPT_NODES},
+    {"proc-grid", required_argument, 0, OPT_PROC_GRID},
+    {"method", required_argument, 0, OPT_METHOD},
+    {"scratch", required_argument, 0, OPT_SCRATCH},
+    {"io-sync", no_argument, 0, OPT_IO_SYNC},
+    {"drop-cache", no_argument, 0, OPT_DROP_CACHE},
+    {"json", no_argument, 0, OPT_JSON},
+    {"list", no_argument, 0, OPT_LIST},
+    {"describe", no_argument, 0, OPT_DESCRIBE},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+#define LONG_OPTION_COUNT (sizeof LONG_OPTIONS / sizeof LONG_OPTIONS[0] - 1)
+
+/* The option as the user wrote it: "-m" or "--max-samples" (its canonical name). */
+static void option_name(int c, char *name, size_t len)
 {
-    fputs("usage: commbench-kernels KERNEL [options]\n"
-          "       commbench-kernels --list\n"
-          "sizes (bytes):\n"
-          "  -m MIN:MAX            range of the schedule (default 1:4194304; small: 4:8000)\n"
-          "  --schedule NAME       powers | netpipe | small | large | list (default powers)\n"
-          "  --per-octave K        netpipe points per octave (default 2)\n"
-          "  --perturbation P      netpipe: also measure each size -P and +P (default 3)\n"
-          "  --step S              small: step between sizes (default 32)\n"
-          "  --sizes A,B,...       explicit sizes, implies --schedule list\n"
-          "  --shuffle SEED        measure the sizes in a random order drawn from SEED\n"
-          "  --print-sizes         print the sizes and exit\n"
-          "repetitions:\n"
-          "  -x N                  warm-up iterations per size (default 10)\n"
-          "  -i N                  fixed iterations per sample (default: calibrated)\n"
-          "  --rse X               target relative standard error of the mean (default 0.01)\n"
-          "  --min-samples N       (default 10)\n"
-          "  --max-samples N       (default 500)\n"
-          "  --max-point-time S    seconds spent on one size at most (default 5)\n"
-          "  --min-sample-time S   seconds one sample lasts at least (default 1e-4)\n"
-          "  --timer NAME          mpi_wtime | clock_monotonic (default mpi_wtime)\n"
-          "buffers and data:\n"
-          "  --cache MODE          reuse (one buffer) | rotate (no-cache: cycle through\n"
-          "                        a buffer larger than the last-level cache)\n"
-          "  --cache-size BYTES    rotate: buffer size (default 2x the last-level cache)\n"
-          "  --align N             offset of every message from a page boundary (default 0)\n"
-          "  --datatype NAME       byte | int | double: MPI datatype of the messages\n"
-          "  --integrity           fill and check every byte of every message\n"
-          "kernel parameters:\n"
-          "  --window N            messages in flight per iteration: stream, multipair.stream, rma (64)\n"
-          "  --window-buffers HOW  shared (one send and one receive buffer for a whole window, as\n"
-          "                        osu_bw and NetPIPE: the default) | distinct (a buffer per message;\n"
-          "                        the default with --integrity, which cannot check overwritten data)\n"
-          "  --messages N          multipingpong: messages each way (8)\n"
-          "  --pieces K            pieces: the message is sent as K pieces (4)\n"
-          "  --rma-sync NAME       rma.put/get: fence | lock | flush (fence)\n"
-          "  --halo NAME           halo.jacobi2d: blocking | nonblocking (blocking)\n"
-          "  --proc-grid PXxPY     halo.jacobi2d: process grid (default MPI_Dims_create)\n"
-          "  --nodes N             nodes the ranks span, in blocks (multipair pairs across them) (1)\n"
-          "  --method NAME         collectives: accurate | lower | upper | root (see the metric lines)\n"
-          "  --scratch DIR         io: where the files go ($TMPDIR or /tmp); they are removed afterwards\n"
-          "  --io-sync             io: fdatasync after every write (inside the timing)\n"
-          "  --drop-cache          io: drop the file's cached pages before every read\n"
-          "  --inject-fault        with --integrity: corrupt one byte per batch\n"
-          "  --test-hang-after N   test only: hang after N points (proves timeouts and kills work)\n"
-          "  -o PATH               JSON Lines output (default stdout)\n",
-          out);
+    if (c < 256) {
+        snprintf(name, len, "-%c", c);
+        return;
+    }
+    for (const struct option *l = LONG_OPTIONS; l->name; l++)
+        if (l->val == c) {
+            snprintf(name, len, "--%s", l->name);
+            return;
+        }
+    snprintf(name, len, "option %d", c);
 }
 
-static int parse_size(const char *text, size_t *value)
+__attribute__((format(printf, 2, 3)))
+static const char *refuse(struct cb_options *o, const char *format, ...)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || end == text) return -1;
-    *value = (size_t)v;
-    return (int)(end - text);
+    va_list args;
+    va_start(args, format);
+    vsnprintf(o->error, sizeof o->error, format, args);
+    va_end(args);
+    return o->error;
+}
+
+/* A whole number of option `c` within [min, max]; NULL, or the refusal. */
+static const char *whole(struct cb_options *o, int c, const char *text, long min, long max, long *value)
+{
+    char name[64];
+    switch (cb_parse_long(text, min, max, value)) {
+    case CB_NUMBER_OK: return NULL;
+    case CB_NUMBER_MALFORMED: option_name(c, name, sizeof name); return refuse(o, "%s %s: not a whole number", name, text);
+    case CB_NUMBER_OUT_OF_RANGE: break;
+    }
+    option_name(c, name, sizeof name);
+    if (max == LONG_MAX) return refuse(o, "%s %s: must be at least %ld", name, text, min);
+    return refuse(o, "%s %s: must be from %ld to %ld", name, text, min, max);
+}
+
+static const char *whole_int(struct cb_options *o, int c, const char *text, int min, int max, int *value)
+{
+    long v = 0;
+    const char *problem = whole(o, c, text, min, max, &v);
+    if (!problem) *value = (int)v;
+    return problem;
+}
+
+static const char *size_value(struct cb_options *o, int c, const char *text, size_t min, size_t max, size_t *value)
+{
+    char name[64];
+    option_name(c, name, sizeof name);
+    switch (cb_parse_size(text, value)) {
+    case CB_NUMBER_OK: break;
+    case CB_NUMBER_MALFORMED: return refuse(o, "%s %s: not a size (%s)", name, text, CB_SIZE_SYNTAX);
+    case CB_NUMBER_OUT_OF_RANGE: return refuse(o, "%s %s: more bytes than this machine can count", name, text);
+    }
+    if (max == SIZE_MAX && *value < min) return refuse(o, "%s %s: must be at least %zu B", name, text, min);
+    if (*value < min || *value > max) return refuse(o, "%s %s: must be from %zu to %zu B", name, text, min, max);
+    return NULL;
+}
+
+/* A number of option `c` that must be above `floor` (or at least it, with `inclusive`). */
+static const char *decimal(struct cb_options *o, int c, const char *text, double floor, int inclusive, double *value)
+{
+    char name[64];
+    option_name(c, name, sizeof name);
+    if (cb_parse_double(text, value) != CB_NUMBER_OK) return refuse(o, "%s %s: not a finite number", name, text);
+    if (*value < floor || (!inclusive && *value == floor))
+        return refuse(o, "%s %s: must be %s %g", name, text, inclusive ? "at least" : "more than", floor);
+    return NULL;
+}
+
+/* One of the `choices` (a NULL-ended list). */
+static const char *choice(struct cb_options *o, int c, const char *text, const char *const *choices, const char **value)
+{
+    char name[64], allowed[256] = "";
+    for (const char *const *p = choices; *p; p++) {
+        if (strcmp(text, *p) == 0) {
+            *value = *p;
+            return NULL;
+        }
+        snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s", p == choices ? "" : " | ", *p);
+    }
+    option_name(c, name, sizeof name);
+    return refuse(o, "%s %s: expects %s", name, text, allowed);
+}
+
+/* -m as OSU takes it: MAX, MIN:MAX, MIN: or :MAX. */
+static const char *size_range(struct cb_options *o, const char *text)
+{
+    const char *colon = strchr(text, ':');
+    char low[128] = "", high[128];
+    if (strlen(text) >= sizeof high) return refuse(o, "-m %.40s...: too long for MIN:MAX", text);
+    if (colon) {
+        snprintf(low, sizeof low, "%.*s", (int)(colon - text), text);
+        snprintf(high, sizeof high, "%s", colon + 1);
+    } else {
+        snprintf(high, sizeof high, "%s", text);
+    }
+    if (strchr(high, ':')) return refuse(o, "-m %s: expects MIN:MAX (one colon)", text);
+    if (!*low && !*high) return refuse(o, "-m %s: expects MIN:MAX, MIN: or :MAX", text);
+    if (*low) {
+        enum cb_number_problem problem = cb_parse_size(low, &o->schedule.min);
+        if (problem) return refuse(o, "-m %s: MIN %s is %s", text, low,
+                                   problem == CB_NUMBER_MALFORMED ? "not a size (" CB_SIZE_SYNTAX ")" : "too large");
+    }
+    if (*high) {
+        enum cb_number_problem problem = cb_parse_size(high, &o->schedule.max);
+        if (problem) return refuse(o, "-m %s: MAX %s is %s", text, high,
+                                   problem == CB_NUMBER_MALFORMED ? "not a size (" CB_SIZE_SYNTAX ")" : "too large");
+    }
+    if (o->schedule.min > o->schedule.max)
+        return refuse(o, "-m %s: MIN (%zu) must be <= MAX (%zu)", text, o->schedule.min, o->schedule.max);
+    return NULL;
+}
+
+/* --sizes A,B,...: each a size, none twice (sizes.c reads the list again the same way). */
+static const char *size_list(struct cb_options *o, const char *text)
+{
+    size_t seen[4096], count = 0;
+    char item[128];
+    for (const char *p = text;; p++) {
+        size_t len = strcspn(p, ","), value;
+        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
+        if (len >= sizeof item || cb_parse_size(item, &value) != CB_NUMBER_OK)
+            return refuse(o, "--sizes %s: %s is not a size (%s)", text, item, CB_SIZE_SYNTAX);
+        for (size_t i = 0; i < count; i++)
+            if (seen[i] == value) return refuse(o, "--sizes %s: %zu is in the list twice", text, value);
+        if (count == sizeof seen / sizeof seen[0]) return refuse(o, "--sizes: more than %zu sizes", count);
+        seen[count++] = value;
+        p += len;
+        if (!*p) return NULL;
+    }
+}
+
+static const char *unknown_option(struct cb_options *o, int argc, char **argv)
+{
+    char typed[128];
+    /* OSU's own options, as commbench spells them. */
+    static const struct { char osu; const char *here; } osu_options[] = {
+        {'W', "OSU's window size is --window N here"},
+        {'c', "OSU's validation is --integrity here"},
+        {'z', "OSU's tail latencies are the table's P99 here, every sample with -o PATH"},
+        {'f', "OSU's full statistics are the table's Min and P99 here, every sample with -o PATH"},
+        {'b', "OSU's buffer multiple is --window-buffers distinct here"},
+        {'T', "OSU's datatype is --datatype byte|int|double here"},
+    };
+    for (size_t i = 0; optopt && i < sizeof osu_options / sizeof osu_options[0]; i++)
+        if (optopt == osu_options[i].osu) return refuse(o, "unknown option -%c (%s)", optopt, osu_options[i].here);
+    if (optopt && optopt < 256) return refuse(o, "unknown option -%c (--help lists them)", optopt);
+    if (optopt) {   /* a long option that takes no value, given one */
+        option_name(optopt, typed, sizeof typed);
+        return refuse(o, "option %s takes no value", typed);
+    }
+    const char *word = argv[optind - 1 < argc ? optind - 1 : argc - 1];
+    snprintf(typed, sizeof typed, "%.*s", (int)strcspn(word, "="), word);
+    const char *names[LONG_OPTION_COUNT], *bare = typed + strspn(typed, "-");
+    char matches[256] = "";
+    int prefixed = 0;
+    for (size_t i = 0; i < LONG_OPTION_COUNT; i++) {
+        names[i] = LONG_OPTIONS[i].name;
+        if (*bare && strncmp(names[i], bare, strlen(bare)) == 0) {
+            snprintf(matches + strlen(matches), sizeof matches - strlen(matches), "%s--%s", prefixed ? ", " : "", names[i]);
+            prefixed++;
+        }
+    }
+    if (prefixed > 1) return refuse(o, "ambiguous option %s: %s", typed, matches);
+    const char *nearest = cb_nearest(bare, names, LONG_OPTION_COUNT);
+    if (nearest) return refuse(o, "unknown option %s (did you mean --%s?)", typed, nearest);
+    return refuse(o, "unknown option %s (--help lists them)", typed);
 }
 
 const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum cb_action *action)
 {
+    static const char *const schedules[] = {"powers", "netpipe", "small", "large", "list", NULL};
+    static const char *const timers[] = {"mpi_wtime", "clock_monotonic", NULL};
+    static const char *const timings[] = {"precision", "osu", NULL};
+    static const char *const caches[] = {"reuse", "rotate", NULL};
+    static const char *const datatypes[] = {"byte", "int", "double", NULL};
+    static const char *const sharing[] = {"shared", "distinct", NULL};
+    static const char *const syncs[] = {"fence", "lock", "flush", NULL};
+    static const char *const halos[] = {"blocking", "nonblocking", NULL};
+    static const char *const methods[] = {"accurate", "lower", "upper", "root", NULL};
     const char *window_buffers = NULL;    /* not given: shared, or distinct with --integrity */
+    const char *text, *problem = NULL;
+    int list = 0;
     *o = (struct cb_options){
         .schedule = {.name = "powers", .min = 1, .max = 4194304, .per_octave = 2,
                      .perturbation = 3, .step = 32},
@@ -81,152 +258,104 @@ const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum c
         .params = {.window = 64, .messages = 8, .pieces = 4, .sync = "fence", .halo = "blocking", .nodes = 1,
                    .scratch = NULL},
     };
-    enum { OPT_SCHEDULE = 256, OPT_SIZES, OPT_RSE, OPT_MIN_SAMPLES, OPT_MAX_SAMPLES,
-           OPT_MAX_POINT_TIME, OPT_MIN_SAMPLE_TIME, OPT_TIMER, OPT_LIST, OPT_PER_OCTAVE,
-           OPT_PERTURBATION, OPT_STEP, OPT_SHUFFLE, OPT_PRINT_SIZES, OPT_CACHE, OPT_CACHE_SIZE,
-           OPT_ALIGN, OPT_DATATYPE, OPT_INTEGRITY, OPT_INJECT_FAULT, OPT_HANG_AFTER, OPT_WINDOW, OPT_WINDOW_BUFFERS, OPT_MESSAGES,
-           OPT_PIECES, OPT_RMA_SYNC, OPT_HALO, OPT_NODES, OPT_PROC_GRID, OPT_METHOD, OPT_SCRATCH,
-           OPT_IO_SYNC, OPT_DROP_CACHE };
-    static const struct option longopts[] = {
-        {"schedule", required_argument, 0, OPT_SCHEDULE},
-        {"sizes", required_argument, 0, OPT_SIZES},
-        {"per-octave", required_argument, 0, OPT_PER_OCTAVE},
-        {"perturbation", required_argument, 0, OPT_PERTURBATION},
-        {"step", required_argument, 0, OPT_STEP},
-        {"shuffle", required_argument, 0, OPT_SHUFFLE},
-        {"print-sizes", no_argument, 0, OPT_PRINT_SIZES},
-        {"rse", required_argument, 0, OPT_RSE},
-        {"min-samples", required_argument, 0, OPT_MIN_SAMPLES},
-        {"max-samples", required_argument, 0, OPT_MAX_SAMPLES},
-        {"max-point-time", required_argument, 0, OPT_MAX_POINT_TIME},
-        {"min-sample-time", required_argument, 0, OPT_MIN_SAMPLE_TIME},
-        {"timer", required_argument, 0, OPT_TIMER},
-        {"cache", required_argument, 0, OPT_CACHE},
-        {"cache-size", required_argument, 0, OPT_CACHE_SIZE},
-        {"align", required_argument, 0, OPT_ALIGN},
-        {"datatype", required_argument, 0, OPT_DATATYPE},
-        {"integrity", no_argument, 0, OPT_INTEGRITY},
-        {"inject-fault", no_argument, 0, OPT_INJECT_FAULT},
-        {"test-hang-after", required_argument, 0, OPT_HANG_AFTER},
-        {"window", required_argument, 0, OPT_WINDOW},
-        {"window-buffers", required_argument, 0, OPT_WINDOW_BUFFERS},
-        {"messages", required_argument, 0, OPT_MESSAGES},
-        {"pieces", required_argument, 0, OPT_PIECES},
-        {"rma-sync", required_argument, 0, OPT_RMA_SYNC},
-        {"halo", required_argument, 0, OPT_HALO},
-        {"nodes", required_argument, 0, OPT_NODES},
-        {"proc-grid", required_argument, 0, OPT_PROC_GRID},
-        {"method", required_argument, 0, OPT_METHOD},
-        {"scratch", required_argument, 0, OPT_SCRATCH},
-        {"io-sync", no_argument, 0, OPT_IO_SYNC},
-        {"drop-cache", no_argument, 0, OPT_DROP_CACHE},
-        {"list", no_argument, 0, OPT_LIST},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     int c;
     *action = CB_MEASURE;
     opterr = 0;
     optind = 0;   /* glibc: start afresh, as a library may parse several command lines */
-    while ((c = getopt_long(argc, argv, "m:x:i:o:h", longopts, NULL)) != -1) {
+    /* The leading ':' tells a missing value (':') from an unknown option ('?'). */
+    while (!problem && (c = getopt_long(argc, argv, ":m:x:i:o:h", LONG_OPTIONS, NULL)) != -1) {
         switch (c) {
-        case 'm': {
-            int n = parse_size(optarg, &o->schedule.min);
-            if (n < 0 || optarg[n] != ':' || parse_size(optarg + n + 1, &o->schedule.max) < 0
-                || o->schedule.min > o->schedule.max)
-                return "-m expects MIN:MAX in bytes with MIN <= MAX";
+        case 'm': problem = size_range(o, optarg); o->sizes_given = 1; break;
+        case 'x': problem = whole(o, c, optarg, 0, LONG_MAX, &o->warmup); o->warmup_given = 1; break;
+        case 'i': problem = whole(o, c, optarg, 1, LONG_MAX, &o->iterations); break;
+        case 'o': o->output = optarg; break;
+        case OPT_JSON: o->json = 1; break;
+        case OPT_OSU: o->timing = CB_TIMING_OSU; break;
+        case OPT_TIMING:
+            if (!(problem = choice(o, c, optarg, timings, &text)))
+                o->timing = strcmp(text, "osu") == 0 ? CB_TIMING_OSU : CB_TIMING_PRECISION;
+            break;
+        case OPT_SCHEDULE: problem = choice(o, c, optarg, schedules, &o->schedule.name); break;
+        case OPT_SIZES:
+            problem = size_list(o, optarg);
+            o->schedule.list = optarg;
+            o->schedule.name = "list";
             o->sizes_given = 1;
             break;
-        }
-        case 'x': o->warmup = atol(optarg); break;
-        case 'i': o->fixed_iterations = atol(optarg); break;
-        case 'o': o->output = optarg; break;
-        case OPT_SCHEDULE: o->schedule.name = optarg; break;
-        case OPT_SIZES: o->schedule.list = optarg; o->schedule.name = "list"; o->sizes_given = 1; break;
-        case OPT_PER_OCTAVE: o->schedule.per_octave = atoi(optarg); break;
-        case OPT_PERTURBATION: if (parse_size(optarg, &o->schedule.perturbation) < 0) return "--perturbation expects bytes"; break;
-        case OPT_STEP: if (parse_size(optarg, &o->schedule.step) < 0) return "--step expects bytes"; break;
-        case OPT_SHUFFLE: o->shuffle_seed = atol(optarg); break;
+        case OPT_PER_OCTAVE: problem = whole_int(o, c, optarg, 1, 64, &o->schedule.per_octave); break;
+        case OPT_PERTURBATION: problem = size_value(o, c, optarg, 0, SIZE_MAX, &o->schedule.perturbation); break;
+        case OPT_STEP: problem = size_value(o, c, optarg, 1, SIZE_MAX, &o->schedule.step); break;
+        case OPT_SHUFFLE: problem = whole(o, c, optarg, 0, LONG_MAX, &o->shuffle_seed); break;
         case OPT_PRINT_SIZES: o->print_sizes = 1; break;
-        case OPT_RSE: o->rse_target = atof(optarg); break;
-        case OPT_MIN_SAMPLES: o->min_samples = atoi(optarg); break;
-        case OPT_MAX_SAMPLES: o->max_samples = atoi(optarg); break;
-        case OPT_MAX_POINT_TIME: o->max_point_time_s = atof(optarg); break;
-        case OPT_MIN_SAMPLE_TIME: o->min_sample_time_s = atof(optarg); break;
+        case OPT_RSE: problem = decimal(o, c, optarg, 0, 0, &o->rse_target); break;
+        case OPT_MIN_SAMPLES: problem = whole_int(o, c, optarg, 2, INT_MAX, &o->min_samples); break;
+        case OPT_MAX_SAMPLES: problem = whole_int(o, c, optarg, 2, INT_MAX, &o->max_samples); break;
+        case OPT_MAX_POINT_TIME: problem = decimal(o, c, optarg, 0, 0, &o->max_point_time_s); break;
+        case OPT_MIN_SAMPLE_TIME: problem = decimal(o, c, optarg, 0, 1, &o->min_sample_time_s); break;
         case OPT_TIMER:
-            if (strcmp(optarg, "mpi_wtime") == 0) o->timer = CB_TIMER_MPI_WTIME;
-            else if (strcmp(optarg, "clock_monotonic") == 0) o->timer = CB_TIMER_CLOCK_MONOTONIC;
-            else return "--timer expects mpi_wtime or clock_monotonic";
+            if (!(problem = choice(o, c, optarg, timers, &text)))
+                o->timer = strcmp(text, "clock_monotonic") == 0 ? CB_TIMER_CLOCK_MONOTONIC : CB_TIMER_MPI_WTIME;
             break;
-        case OPT_CACHE:
-            if (strcmp(optarg, "reuse") && strcmp(optarg, "rotate")) return "--cache expects reuse or rotate";
-            o->cache_mode = optarg;
-            break;
-        case OPT_CACHE_SIZE: if (parse_size(optarg, &o->cache_bytes) < 0) return "--cache-size expects bytes"; break;
-        case OPT_ALIGN: if (parse_size(optarg, &o->align) < 0 || o->align >= 4096) return "--align expects 0..4095 bytes"; break;
-        case OPT_DATATYPE:
-            if (strcmp(optarg, "byte") && strcmp(optarg, "int") && strcmp(optarg, "double"))
-                return "--datatype expects byte, int or double";
-            o->datatype = optarg;
-            break;
+        case OPT_CACHE: problem = choice(o, c, optarg, caches, &o->cache_mode); break;
+        case OPT_CACHE_SIZE: problem = size_value(o, c, optarg, 1, SIZE_MAX, &o->cache_bytes); break;
+        case OPT_ALIGN: problem = size_value(o, c, optarg, 0, 4095, &o->align); break;
+        case OPT_DATATYPE: problem = choice(o, c, optarg, datatypes, &o->datatype); break;
         case OPT_INTEGRITY: o->integrity = 1; break;
         case OPT_INJECT_FAULT: o->inject_fault = 1; break;
-        case OPT_HANG_AFTER: o->hang_after = atol(optarg); break;
-        case OPT_WINDOW: o->params.window = atoi(optarg); break;
-        case OPT_WINDOW_BUFFERS:
-            if (strcmp(optarg, "shared") && strcmp(optarg, "distinct")) return "--window-buffers expects shared or distinct";
-            window_buffers = optarg;
+        case OPT_HANG_AFTER: problem = whole(o, c, optarg, 0, LONG_MAX, &o->hang_after); break;
+        case OPT_WINDOW: problem = whole_int(o, c, optarg, 1, 1024, &o->params.window); break;
+        case OPT_WINDOW_BUFFERS: problem = choice(o, c, optarg, sharing, &window_buffers); break;
+        case OPT_MESSAGES: problem = whole_int(o, c, optarg, 1, 4096, &o->params.messages); break;
+        case OPT_PIECES: problem = whole_int(o, c, optarg, 1, 4096, &o->params.pieces); break;
+        case OPT_RMA_SYNC: problem = choice(o, c, optarg, syncs, &o->params.sync); break;
+        case OPT_HALO: problem = choice(o, c, optarg, halos, &o->params.halo); break;
+        case OPT_NODES: problem = whole_int(o, c, optarg, 1, INT_MAX, &o->params.nodes); break;
+        case OPT_PROC_GRID: {
+            char first[32];
+            size_t len = strcspn(optarg, "x");
+            snprintf(first, sizeof first, "%.*s", (int)(len < sizeof first ? len : sizeof first - 1), optarg);
+            if (!optarg[len] || whole_int(o, c, first, 1, INT_MAX, &o->params.proc_grid[0])
+                || whole_int(o, c, optarg + len + 1, 1, INT_MAX, &o->params.proc_grid[1]))
+                problem = refuse(o, "--proc-grid %s: expects PXxPY, two whole numbers >= 1, e.g. 2x2", optarg);
             break;
-        case OPT_MESSAGES: o->params.messages = atoi(optarg); break;
-        case OPT_PIECES: o->params.pieces = atoi(optarg); break;
-        case OPT_RMA_SYNC:
-            if (strcmp(optarg, "fence") && strcmp(optarg, "lock") && strcmp(optarg, "flush"))
-                return "--rma-sync expects fence, lock or flush";
-            o->params.sync = optarg;
-            break;
-        case OPT_HALO:
-            if (strcmp(optarg, "blocking") && strcmp(optarg, "nonblocking")) return "--halo expects blocking or nonblocking";
-            o->params.halo = optarg;
-            break;
-        case OPT_NODES: o->params.nodes = atoi(optarg); break;
-        case OPT_PROC_GRID:
-            if (sscanf(optarg, "%dx%d", &o->params.proc_grid[0], &o->params.proc_grid[1]) != 2
-                || o->params.proc_grid[0] < 1 || o->params.proc_grid[1] < 1)
-                return "--proc-grid expects PXxPY, e.g. 2x2";
-            break;
-        case OPT_METHOD:
-            if (strcmp(optarg, "accurate") && strcmp(optarg, "lower") && strcmp(optarg, "upper") && strcmp(optarg, "root"))
-                return "--method expects accurate, lower, upper or root";
-            o->params.method = optarg;
-            break;
+        }
+        case OPT_METHOD: problem = choice(o, c, optarg, methods, &o->params.method); break;
         case OPT_SCRATCH: o->params.scratch = optarg; break;
         case OPT_IO_SYNC: o->params.io_sync = 1; break;
         case OPT_DROP_CACHE: o->params.drop_cache = 1; break;
-        case OPT_LIST: *action = CB_LIST; return NULL;
+        case OPT_LIST: list = 1; break;
+        case OPT_DESCRIBE: list = 1; o->json = 1; break;
         case 'h': *action = CB_HELP; return NULL;
-        default: return "unknown option (see --help)";
+        case ':': {
+            char name[64];
+            option_name(optopt, name, sizeof name);
+            return refuse(o, "option %s needs a value (--help says which)", name);
+        }
+        default: return unknown_option(o, argc, argv);
         }
     }
-    if (optind != argc - 1) return "expected exactly one KERNEL name (see --list)";
+    if (problem) return problem;
+    if (list) {
+        *action = o->json ? CB_LIST_JSON : CB_LIST;
+        return NULL;
+    }
+    if (optind == argc) return refuse(o, "no KERNEL given (commbench-kernels --list lists them)");
+    if (optind < argc - 1) return refuse(o, "one KERNEL at a time: got %s and %s", argv[optind], argv[optind + 1]);
     o->kernel = argv[optind];
     if (!o->sizes_given && strcmp(o->schedule.name, "small") == 0) {
         o->schedule.min = 4;      /* 1 to 2000 four-byte integers, as the reports measure */
         o->schedule.max = 8000;
     }
-    if (o->warmup < 0 || o->fixed_iterations < 0) return "-x and -i must be >= 0";
-    if (o->min_samples < 2 || o->max_samples < o->min_samples)
-        return "--min-samples must be >= 2 and <= --max-samples";
-    if (!(o->rse_target > 0) || !(o->max_point_time_s > 0) || !(o->min_sample_time_s >= 0))
-        return "--rse and --max-point-time must be > 0, --min-sample-time >= 0";
-    if (strcmp(o->schedule.name, "list") == 0 && !o->schedule.list)
-        return "--schedule list needs --sizes";
-    if (o->inject_fault && !o->integrity) return "--inject-fault needs --integrity";
-    if (o->params.window < 1 || o->params.window > 1024) return "--window must be 1..1024";
+    if (o->max_samples < o->min_samples)
+        return refuse(o, "--min-samples %d is more than --max-samples %d", o->min_samples, o->max_samples);
+    if (strcmp(o->schedule.name, "list") == 0 && !o->schedule.list) return refuse(o, "--schedule list needs --sizes");
+    if (o->output && o->json) return refuse(o, "-o %s and --json: JSON Lines go to one place; give one", o->output);
+    if (o->inject_fault && !o->integrity) return refuse(o, "--inject-fault needs --integrity");
     /* A window of receives on one buffer leaves only the last message there: integrity needs one each. */
     if (window_buffers && strcmp(window_buffers, "shared") == 0 && o->integrity)
-        return "--integrity needs --window-buffers distinct (messages of a window on one buffer overwrite each other)";
+        return refuse(o, "--integrity needs --window-buffers distinct (messages of a window on one buffer "
+                         "overwrite each other)");
     o->params.distinct_window = window_buffers ? strcmp(window_buffers, "distinct") == 0 : o->integrity;
-    if (o->params.nodes < 1) return "--nodes must be >= 1";
     return NULL;
 }
 
@@ -235,19 +364,4 @@ size_t cb_datatype_size(const char *name)
     if (strcmp(name, "int") == 0) return sizeof(int);
     if (strcmp(name, "double") == 0) return sizeof(double);
     return 1;
-}
-
-/* xorshift64*: a portable generator so a seed means the same order everywhere. */
-void cb_shuffle_sizes(size_t *sizes, size_t n, long seed)
-{
-    uint64_t state = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
-    for (size_t i = n; i > 1; i--) {
-        state ^= state >> 12;
-        state ^= state << 25;
-        state ^= state >> 27;
-        size_t j = (size_t)((state * 0x2545F4914F6CDD1Dull) % i);
-        size_t tmp = sizes[i - 1];
-        sizes[i - 1] = sizes[j];
-        sizes[j] = tmp;
-    }
 }

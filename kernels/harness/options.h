@@ -36,13 +36,19 @@ struct cb_schedule {
     const char *list; /* list: "A,B,..." */
 };
 
+/* How a size is measured (see --help): samples to a precision target, or OSU's fixed iterations. */
+enum cb_timing { CB_TIMING_PRECISION, CB_TIMING_OSU };
+
 struct cb_options {
     const char *kernel;
-    const char *output;
+    const char *output;       /* -o: JSON Lines there */
+    int json;                 /* --json: JSON Lines on stdout (without -o or --json: a table) */
     struct cb_schedule schedule;
     int sizes_given;          /* -m or --sizes on the command line */
-    long warmup;
-    long fixed_iterations;    /* 0: calibrate per size */
+    enum cb_timing timing;
+    long warmup;              /* -x: warm-up iterations per size */
+    int warmup_given;
+    long iterations;          /* -i: timed iterations per size (0: not given; see --help) */
     double rse_target;
     int min_samples, max_samples;
     double max_point_time_s;
@@ -56,13 +62,16 @@ struct cb_options {
     const char *datatype;     /* byte | int | double */
     long hang_after;          /* test only: hang once this many points are written (< 0: never) */
     struct cb_params params;
+    char error[512];          /* what cb_parse_options refused, when it did */
 };
 
 /* What a command line asks for besides measuring. */
-enum cb_action { CB_MEASURE, CB_LIST, CB_HELP };
+enum cb_action { CB_MEASURE, CB_LIST, CB_LIST_JSON, CB_HELP };
 
-/* Fills `o` from the command line; returns NULL, or an error message for rank 0 to print. */
+/* Fills `o` from the command line; returns NULL, or a one-line message naming the option and value
+ * that were refused (without the program's name), for rank 0 to print. */
 const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum cb_action *action);
+/* --help (usage.c). */
 void cb_usage(FILE *out);
 /* Bytes of one element of --datatype NAME. */
 size_t cb_datatype_size(const char *name);
@@ -71,5 +80,7 @@ size_t cb_datatype_size(const char *name);
 size_t cb_size_schedule(const struct cb_schedule *schedule, size_t **sizes);
 /* The sizes in a random order drawn from `seed`, the same on every platform. */
 void cb_shuffle_sizes(size_t *sizes, size_t n, long seed);
+/* NULL, or why a size cannot be sent with the datatype of `type_size` bytes (`error` holds it). */
+const char *cb_check_sizes(const size_t *sizes, size_t n, size_t type_size, char *error, size_t len);
 
 #endif

@@ -1,22 +1,31 @@
 /* commbench-kernels: MPI around the one entry point; libcommbench-kernels.so leaves MPI to its caller. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "commbench.h"
 #include "harness.h"
 
+/* This process's rank as its launcher set it, before MPI is up (0 when not launched by one). */
+static long launched_rank(void)
+{
+    static const char *const variables[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof variables / sizeof variables[0]; i++) {
+        const char *value = getenv(variables[i]);
+        if (value && *value) return strtol(value, NULL, 10);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    /* Listing and describing the kernels needs no MPI: a build records them even where a library
-     * cannot start a singleton (Open MPI 4.1's relocated wheel looks for orted under its build prefix). */
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--list") == 0) {
-            cb_list_kernels(stdout);
-            return 0;
-        }
-        if (strcmp(argv[i], "--describe") == 0) {
-            cb_describe_kernels(stdout, MPI_VERSION, MPI_SUBVERSION);
-            return 0;
-        }
+    /* Help and the kernel listings need no MPI: a build records the catalogue even where a library
+     * cannot start a singleton (Open MPI 4.1's relocated wheel looks for orted under its build prefix).
+     * Under mpiexec, rank 0 alone answers. */
+    struct cb_options o;
+    enum cb_action action;
+    if (!cb_parse_options(argc, argv, &o, &action) && action != CB_MEASURE) {
+        if (launched_rank() == 0) cb_answer(action);
+        return 0;
     }
     MPI_Init(&argc, &argv);
     int status = commbench_run(MPI_COMM_WORLD, argc, argv);

@@ -47,7 +47,11 @@ void cb_write_run_record(FILE *out, const struct cb_options *o, const struct cb_
     }
     MPI_Gather(name, NAME_LEN, MPI_CHAR, names, NAME_LEN, MPI_CHAR, 0, ctx->comm);
     MPI_Gather(binding, NAME_LEN, MPI_CHAR, bindings, NAME_LEN, MPI_CHAR, 0, ctx->comm);
-    if (ctx->rank != 0) return;
+    if (ctx->rank != 0 || !out) {
+        free(names);
+        free(bindings);
+        return;
+    }
 
     char started[32];
     iso_now(started, sizeof started);
@@ -77,13 +81,25 @@ void cb_write_run_record(FILE *out, const struct cb_options *o, const struct cb_
     cb_json_string(out, o->schedule.name);
     fputs(",\"order\":[", out);
     for (size_t i = 0; i < nsizes; i++) fprintf(out, "%s%zu", i ? "," : "", sizes[i]);
-    fprintf(out, "],\"shuffle_seed\":%ld,\"warmup\":%ld,\"iterations\":%ld,\"rse\":%.6g,"
+    /* What -i and -x meant: --osu's iterations and warm-up up to 8 KiB and above it; the default
+     * timing's warm-up and timed iterations (0: as many as the precision target takes) at every size. */
+    long iterations[2] = {o->iterations, o->iterations}, warmup[2] = {o->warmup, o->warmup};
+    char large_above[32] = "null";
+    if (o->timing == CB_TIMING_OSU) {
+        snprintf(large_above, sizeof large_above, "%d", CB_OSU_LARGE_MESSAGE_SIZE);
+        enum cb_osu_kind kind = cb_osu_kind(kernel, &o->params);
+        cb_osu_counts(o, kind, 1, &iterations[0], &warmup[0]);
+        cb_osu_counts(o, kind, CB_OSU_LARGE_MESSAGE_SIZE + 1, &iterations[1], &warmup[1]);
+    }
+    fprintf(out, "],\"shuffle_seed\":%ld,\"timing\":\"%s\",\"warmup\":%ld,\"iterations\":%ld,"
+                 "\"warmup_large\":%ld,\"iterations_large\":%ld,\"large_above\":%s,\"rse\":%.6g,"
                  "\"min_samples\":%d,\"max_samples\":%d,\"max_point_time_s\":%.6g,"
                  "\"min_sample_time_s\":%.6g,\"cache\":\"%s\",\"buffer_bytes\":%zu,\"align\":%zu,"
                  "\"datatype\":\"%s\",\"integrity\":%s,\"inject_fault\":%s,\"window\":%d,\"window_buffers\":\"%s\","
                  "\"messages\":%d,\"pieces\":%d,\"rma_sync\":\"%s\",\"halo\":\"%s\",\"nodes\":%d,"
                  "\"proc_grid\":[%d,%d],\"method\":\"%s\",\"io_sync\":%s,\"drop_cache\":%s}}\n",
-            o->shuffle_seed, o->warmup, o->fixed_iterations, o->rse_target, o->min_samples,
+            o->shuffle_seed, o->timing == CB_TIMING_OSU ? "osu" : "precision", warmup[0], iterations[0], warmup[1],
+            iterations[1], large_above, o->rse_target, o->min_samples,
             o->max_samples, o->max_point_time_s, o->min_sample_time_s, o->cache_mode, buffer_bytes,
             o->align, o->datatype, o->integrity ? "true" : "false", o->inject_fault ? "true" : "false",
             o->params.window, o->params.distinct_window ? "distinct" : "shared", o->params.messages, o->params.pieces, o->params.sync, o->params.halo,

@@ -9,10 +9,14 @@
  *   list     the sizes given, in that order, each once
  */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "numbers.h"
 #include "options.h"
 
 struct size_list {
@@ -53,14 +57,17 @@ static int push_in_range(struct size_list *l, const struct cb_schedule *s, size_
     return (value >= s->min && value <= s->max) ? push(l, value) : 0;
 }
 
+/* The options parser has checked the list (each a size, none twice); read it again the same way. */
 static int parse_list(struct size_list *l, const char *text)
 {
-    const char *p = text;
-    while (p && *p) {
-        char *end;
-        unsigned long long v = strtoull(p, &end, 10);
-        if (end == p || (*end && *end != ',') || push(l, (size_t)v)) return -1;
-        p = *end ? end + 1 : end;
+    char item[128];
+    for (const char *p = text;; p++) {
+        size_t len = strcspn(p, ","), value;
+        if (len >= sizeof item) return -1;
+        snprintf(item, sizeof item, "%.*s", (int)len, p);
+        if (cb_parse_size(item, &value) != CB_NUMBER_OK || push(l, value)) return -1;
+        p += len;
+        if (!*p) break;
     }
     for (size_t i = 0; i < l->count; i++)   /* a size measured twice would be ambiguous */
         for (size_t j = i + 1; j < l->count; j++)
@@ -115,4 +122,37 @@ size_t cb_size_schedule(const struct cb_schedule *s, size_t **sizes)
     }
     *sizes = l.items;
     return l.count;
+}
+
+const char *cb_check_sizes(const size_t *sizes, size_t n, size_t type_size, char *error, size_t len)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (sizes[i] % type_size) {
+            snprintf(error, len, "size %zu: with --datatype int or double, every size must be a multiple of %zu bytes",
+                     sizes[i], type_size);
+            return error;
+        }
+        /* MPI counts are ints: a larger message would be sent as a wrapped, wrong count. */
+        if (sizes[i] / type_size > (size_t)INT_MAX) {
+            snprintf(error, len, "size %zu: %zu elements of %zu B, more than an MPI count (an int: at most %d) can say",
+                     sizes[i], sizes[i] / type_size, type_size, INT_MAX);
+            return error;
+        }
+    }
+    return NULL;
+}
+
+/* xorshift64*: a portable generator so a seed means the same order everywhere. */
+void cb_shuffle_sizes(size_t *sizes, size_t n, long seed)
+{
+    uint64_t state = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = n; i > 1; i--) {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        size_t j = (size_t)((state * 0x2545F4914F6CDD1Dull) % i);
+        size_t tmp = sizes[i - 1];
+        sizes[i - 1] = sizes[j];
+        sizes[j] = tmp;
+    }
 }

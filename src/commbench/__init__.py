@@ -9,10 +9,14 @@ on first use; `commbench.open_campaign` registers the accessor before it opens a
 # The one place the version is written: pyproject.toml reads it from here (a dynamic version).
 __version__ = "0.1.0"
 
-__all__ = ["open_campaign", "CommbenchAccessor", "__version__"]
+__all__ = ["open_campaign", "CommbenchAccessor", "DatasetError", "__version__"]
 
 
 def __getattr__(name: str):
+    if name == "DatasetError":     # what open_campaign raises for a file it cannot read; no xarray needed
+        from commbench.io.dataset_errors import DatasetError
+
+        return DatasetError
     if name in ("open_campaign", "CommbenchAccessor"):
         from commbench.analysis import accessor
         from commbench.data import opening

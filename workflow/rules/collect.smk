@@ -5,13 +5,18 @@ rule collect:
         libraries=[library_record(m) for m in CAMPAIGN.mpi_names],
         builds=[build_record(m) for m in CAMPAIGN.mpi_names],
     output:
-        # update(): Snakemake would delete them before the job; collection keeps them in history/.
-        dataset=update(DATASET),
-        failures=update(RESULTS / "failures.jsonl"),
+        # Snakemake deletes them before the job; the collection finds them under their held names and
+        # keeps them in history/ (commbench.io.archive). A collection that fails leaves none: no stale
+        # dataset is ever restored as current.
+        dataset=DATASET,
+        failures=RESULTS / "failures.jsonl",
     params:
         # The file, and the --config overrides when there are: the dataset's campaign_file attribute.
         campaign_file=CAMPAIGN.source,
         config_hash=CAMPAIGN.config_hash,
+        # Why the dataset does not hold what its raw files hold now, where it does not (commbench.io.collected):
+        # a value no run had, so that Snakemake collects again whatever the files' times say.
+        out_of_date=DATASET_OUT_OF_DATE,
     log:
         RESULTS / "logs" / "collect.log",
     script:

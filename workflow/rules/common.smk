@@ -1,5 +1,6 @@
 # Validation and input functions shared by every rule.
 import json
+import sys
 from pathlib import Path
 
 import yaml
@@ -7,9 +8,11 @@ from snakemake.utils import update_config
 
 from commbench.launch.build import retry_token, strict_installations
 from commbench.campaign import WORKFLOW_OPTIONS, CampaignError, campaign_from_config, describe_overrides, read_overrides
+from commbench.io.archive import hold
+from commbench.io.collected import out_of_date, recollection_param
 from commbench.io.raw import read_launch_record
 from commbench.launch.catalogue import CatalogueError
-from commbench.launch.preflight import check_campaign
+from commbench.launch.preflight import check_campaign, check_partition, mpi_spec_path
 from commbench.launch.provenance import KERNELS_DIR
 
 DEFAULT_CAMPAIGN = REPOSITORY / "config" / "campaigns" / "quick.yaml"
@@ -32,21 +35,45 @@ elif AS_MODULE:
 else:
     CAMPAIGN_SOURCE = str(workflow.configfiles[0])
 # Nested values come from Snakemake's parser as strings: read again as the file would give them.
-_overrides = {} if AS_MODULE else read_overrides(
-    {key: value for key, value in workflow.config_settings.config.items() if key not in WORKFLOW_OPTIONS})
+try:
+    _overrides = {} if AS_MODULE else read_overrides(
+        {key: value for key, value in workflow.config_settings.config.items() if key not in WORKFLOW_OPTIONS})
+except CampaignError as error:     # before update_config copies what YAML aliases stand for
+    raise WorkflowError(f"{CAMPAIGN_SOURCE} with {error}") from None
 if _overrides:
     update_config(config, _overrides)
     CAMPAIGN_SOURCE += " with " + describe_overrides(_overrides)
 # The kernel sources every library is built from (`--config kernels_dir=...`: a site's own copy).
 KERNELS = Path(config.get("kernels_dir", KERNELS_DIR)).resolve()
+
+
+def slurm_resources(settings):
+    """The slurm_* resources a launch gets: run_launch's own (--set-resources; the Slurm profile's
+    slurm_extra) over everyone's (--default-resources slurm_partition=...). Only the Slurm executor
+    reads them, and they are how this file knows where launches run: Snakemake names its executor
+    (workflow.local_exec) only after reading the workflow."""
+    found = {}
+    for resources in (settings.default_resources or {}, settings.overwrite_resources.get("run_launch", {})):
+        for name in resources:
+            value = getattr(resources.get(name), "raw", resources.get(name))
+            if name.startswith("slurm_") and value:
+                found[name] = str(value)
+    return found
+
+
 try:
     CAMPAIGN = campaign_from_config(config, CAMPAIGN_SOURCE)
-    # Before any job: kernels the catalogue does not know, options the harness refuses and, only where
-    # launches run on this host (a cluster's nodes are not the login node), a size no launch could
-    # allocate or I/O the scratch disk cannot hold.
+    # Before any job: spec files that are missing or unusable, kernels the catalogue does not know, options
+    # the harness refuses and, only where launches run on this host (a cluster's nodes are not the login
+    # node), more ranks or nodes than it can run, a size no launch could allocate or I/O the scratch disk
+    # cannot hold; under Slurm, placements its partition cannot hold.
+    _RESOURCE_CHECKS = str(config.get("resource_checks", True)).lower() != "false"
+    _SLURM = slurm_resources(workflow.resource_settings)
     if not workflow.remote_exec:
-        check_campaign(CAMPAIGN, kernels_dir=KERNELS, resources=workflow.local_exec
-                       and str(config.get("resource_checks", True)).lower() != "false")
+        check_campaign(CAMPAIGN, kernels_dir=KERNELS, repository=REPOSITORY,
+                       resources=workflow.local_exec and not _SLURM and _RESOURCE_CHECKS)
+        if _SLURM and _RESOURCE_CHECKS:
+            check_partition(CAMPAIGN, _SLURM.get("slurm_partition"))
 except CampaignError as error:
     raise WorkflowError(str(error)) from None
 except CatalogueError as error:
@@ -75,11 +102,8 @@ wildcard_constraints:
 
 
 def mpi_spec(mpi):
-    """envs/mpi/<mpi>.yaml of the working directory (a site's own specs beside a campaign), else the
-    repository's, so that a workflow using this one as a module finds the specs that come with it."""
-    local = Path("envs") / "mpi" / f"{mpi}.yaml"
-    shipped = REPOSITORY / local
-    return str(shipped if not local.exists() and shipped.exists() else local)
+    """envs/mpi/<mpi>.yaml of the working directory, else the repository's (checked before any job)."""
+    return str(mpi_spec_path(mpi, REPOSITORY))
 
 
 def library_record(mpi):
@@ -129,3 +153,24 @@ if not workflow.remote_exec and str(config.get("overwrite", False)).lower() not 
             f"To keep them, give the changed campaign a new name (campaign: {CAMPAIGN.name}-2): its results "
             f"go to results/{CAMPAIGN.name}-2/. To replace them, rerun with --config overwrite=true."
         )
+
+
+def _dataset_out_of_date() -> str:
+    """collect's param that collects again a dataset that does not hold what its raw files hold now
+    (commbench.io.collected): one put back by hand, or by a tool that gives it a fresh modification
+    time, whatever the times say."""
+    raw = [raw_file(*run) for run in CAMPAIGN.runs()]   # as collect's input lists them
+    param = recollection_param(DATASET, raw) if DATASET.exists() else ""
+    if param and not workflow.remote_exec and (why := out_of_date(DATASET, raw)):
+        print(f"{DATASET} is out of date: {why}; it is collected again", file=sys.stderr)
+    return param
+
+
+# Worked out here, before any job: Snakemake deletes the dataset before collect runs, and a job reads its
+# params again then (a cluster job parses the workflow before it deletes anything, so it gets the same).
+DATASET_OUT_OF_DATE = _dataset_out_of_date()
+
+# The dataset and failures.jsonl get a second name that Snakemake does not delete before collect runs:
+# the collection keeps them in history/ from there (commbench.io.archive).
+if not workflow.remote_exec:
+    hold(DATASET)

@@ -23,4 +23,5 @@ rule report:
     log:
         RESULTS / "logs" / "report.log",
     shell:
-        "{params.python} -m commbench.cli report {input.dataset} > {log} 2>&1"
+        # :q quotes each path for the shell, whatever the working directory's name holds.
+        "{params.python:q} -m commbench.cli report {input.dataset:q} > {log:q} 2>&1"

@@ -1,11 +1,16 @@
 # Snakemake script: raw launch files -> results/<campaign>/<campaign>.nc, streamed: one launch's
 # samples in memory at a time, the rest on disk beside the dataset until it is written.
+import contextlib
 import json
+import sys
 from pathlib import Path
 
 from commbench.campaign import campaign_from_config
 from commbench.data.collect import build_dataset, stream_raw
 from commbench.data.failures import failures, write_failures
+from commbench.io.archive import archive_previous
+from commbench.io.atomic import write_failure
+from commbench.io.collected import collected_from
 from commbench.io.netcdf import write_dataset
 
 # The campaign as the workflow has it (workflow/rules/common.smk): the file with any --config overrides.
@@ -16,16 +21,29 @@ builds = {json.loads(Path(p).read_text())["mpi"]: json.loads(Path(p).read_text()
           for p in snakemake.input.builds}
 samples_file = Path(snakemake.output.dataset).with_suffix(".samples.tmp")
 refused = []
-with open(snakemake.log[0], "w") as log:
-    # The input lists the raw files in the campaign's order (library, placement, kernel, launch),
-    # which is the order the dataset stores samples in.
-    results, seen = stream_raw(snakemake.input.raw, refused, log=log)
-    ds = build_dataset(campaign, results, libraries, builds, refused, samples_file=samples_file)
-    write_dataset(ds, snakemake.output.dataset)
-ds.close()
-samples_file.unlink(missing_ok=True)
-failed = failures(seen, refused, campaign, libraries, builds)
-write_failures(failed, snakemake.output.failures)
+# The raw files as they are before they are read: a dataset says what it was collected from, and the
+# workflow collects again when they change (commbench.io.collected), however the dataset's time looks.
+sources = collected_from(snakemake.input.raw, because=snakemake.params.out_of_date)
+try:
+    with open(snakemake.log[0], "w") as log:
+        # The input lists the raw files in the campaign's order (library, placement, kernel, launch),
+        # which is the order the dataset stores samples in.
+        results, seen = stream_raw(snakemake.input.raw, refused, log=log)
+        ds = build_dataset(campaign, results, libraries, builds, refused, samples_file=samples_file)
+        ds.attrs.update(sources)
+        write_dataset(ds, snakemake.output.dataset)
+    ds.close()
+    samples_file.unlink(missing_ok=True)
+    failed = failures(seen, refused, campaign, libraries, builds)
+    write_failures(failed, snakemake.output.failures)
+except OSError as error:
+    # One line naming the file and the cause (a full disk), and nothing half-written left behind. The
+    # dataset this collection was to replace goes to history/ as usual: there is no current one now.
+    samples_file.unlink(missing_ok=True)
+    if not Path(snakemake.output.dataset).exists():
+        with contextlib.suppress(OSError):
+            archive_previous(snakemake.output.dataset)
+    sys.exit(f"collect {campaign.name}: {write_failure(error, error.filename or samples_file)}")
 
 status = ds["status"].values.ravel().tolist()
 asked = [s for s in status if s != "skipped"]   # cells a kernel's `placements` leave out never ran

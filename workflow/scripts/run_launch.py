@@ -1,27 +1,38 @@
 # Snakemake script: one launch; a failed, hung or impossible launch is recorded, never raised.
+import contextlib
 import json
-import signal
 import sys
 from pathlib import Path
 
 from commbench.campaign import campaign_from_config
+from commbench.io.atomic import WriteError
+from commbench.launch.locks import LockTimeout
 from commbench.launch.placement import Placement
 from commbench.launch.run import run_launch
 from commbench.launch.progress import campaign_progress, progress_line
+from commbench.launch.supervision import stop_when_told
 
-# Snakemake stops jobs with SIGTERM: end the launch's processes on the way out, not leave them running.
-signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+# Snakemake stops jobs with SIGTERM; a Snakemake killed with SIGKILL tells them nothing. Either way the
+# launch ends all its processes on the way out instead of running on beside a rerun.
+stop_when_told()
 settings = json.loads(snakemake.params.settings)
 w = snakemake.wildcards
-with open(snakemake.log[0], "w") as log:
-    record = run_launch(
-        installation=json.loads(Path(snakemake.input.library).read_text()),
-        build=json.loads(Path(snakemake.input.build).read_text()),
-        kernel=w.kernel, kernel_args=settings["kernel_args"], placement=Placement(**settings["placement"]),
-        library=w.library, launch=int(w.launch), output=snakemake.output.raw,
-        timeout_s=settings["timeout"], library_env=settings["library_env"], log=log,
-        scratch=settings["scratch"], settings=settings,
-    )
+with open(snakemake.log[0], "w", buffering=1) as log:   # line by line: a full disk fails a line, not the close
+    try:
+        record = run_launch(
+            installation=json.loads(Path(snakemake.input.library).read_text()),
+            build=json.loads(Path(snakemake.input.build).read_text()),
+            kernel=w.kernel, kernel_args=settings["kernel_args"], placement=Placement(**settings["placement"]),
+            library=w.library, launch=int(w.launch), output=snakemake.output.raw,
+            timeout_s=settings["timeout"], library_env=settings["library_env"], log=log,
+            scratch=settings["scratch"], settings=settings,
+        )
+    except (WriteError, LockTimeout) as error:
+        # No raw file: the next run of the workflow redoes the launch.
+        message = f"launch {w.library}/{w.placement}/{w.kernel}/{w.launch} not recorded: {error}"
+        with contextlib.suppress(OSError):
+            print(message, file=log)
+        sys.exit(message)
 if record["status"] != "ok":
     print(f"launch {w.library}/{w.placement}/{w.kernel}/{w.launch} {record['status']}: "
           f"{record.get('reason', '')}; see {snakemake.log[0]}")

@@ -18,17 +18,17 @@ class CommbenchAccessor:
     def __init__(self, ds: xr.Dataset):
         self._ds = ds
 
-    def summary(self, ci: bool = True, n_boot: int = 1000, seed: int = 0) -> xr.Dataset:
-        """Per point over its launches, from the per-point statistics: median (of the launches'
-        medians: the launch is the experimental unit), mean and interquartile mean (over all samples),
-        min, count, bandwidth (bytes the kernel moves / median, B/s: commbench.data.quantities.bandwidth),
-        quantiles pooled approximately (median over launches of each quantile) with p50, p90 and p99
-        picked from them (OSU's -z) and, with ci, 95% intervals of the mean over samples
-        (`mean_ci_samples`, normal) and over launches (`mean_ci_launches`, bootstrap of the
-        launches' means)."""
+    def summary(self, ci: bool = True, confidence: float = 0.95) -> xr.Dataset:
+        """Per point over its launches, from the per-point statistics (commbench.analysis.stats): the
+        median, mean, interquartile mean and quantiles (with p50, p90 and p99 picked from them, as
+        OSU's -z) each the median over launches of every launch's own value (the launch is the
+        experimental unit; nothing is pooled across launches of unequal sample counts), min, count,
+        `launches` (how many measured the point), bandwidth (bytes the kernel moves / median, B/s:
+        commbench.data.quantities.bandwidth) and, with ci, the intervals of the median and of the
+        mean over launches (`median_ci`, `mean_ci`: with one launch, its own) and `bandwidth_ci`."""
         from commbench.analysis.stats import summarize_points
 
-        return summarize_points(self._ds, ci=ci, n_boot=n_boot, seed=seed)
+        return summarize_points(self._ds, ci=ci, confidence=confidence)
 
     def samples(self, **labels) -> xr.DataArray:
         """The samples of one point (labels for every point dim), or of one curve (library,

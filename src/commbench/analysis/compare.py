@@ -31,6 +31,7 @@ Per cell:
 
 from __future__ import annotations
 
+import difflib
 import warnings
 
 import numpy as np
@@ -39,7 +40,6 @@ import xarray as xr
 from scipy import stats as scipy_stats
 
 from commbench.data.samples import MEDIAN_Z
-from commbench.units import format_change, format_size_range
 
 VERDICTS = ("improved", "regressed", "unchanged", "inconclusive", "missing")
 COMPARABLE_STATISTICS = ("median", "mean", "min", "iqm")
@@ -116,11 +116,35 @@ def compare(baseline: xr.Dataset, candidate: xr.Dataset, *, min_effect: float = 
         "one_launch_factor": one_launch_factor, "one_launch_floor": one_launch_floor,
         "multiple_testing": f"Benjamini-Hochberg false discovery rate at {alpha:g} over "
                             f"{int(np.isfinite(arrays['p_value']).sum())} cells",
-        "method": "Welch t test on the log of each launch's statistic (launch = experimental unit); "
-                  "one launch per side: within-launch median intervals, verdict only when the effect "
-                  f"exceeds {one_launch_factor:g} within-launch relative IQRs and {one_launch_floor:.0%}",
+        "method": _method(arrays["basis"], statistic, one_launch_factor, one_launch_floor),
     }
     return out
+
+
+def _method(basis: np.ndarray, statistic: str, one_launch_factor: float, one_launch_floor: float) -> str:
+    """How the cells were tested, naming only the cases that occurred (see the module's docstring)."""
+    parts = []
+    if (basis == "launches").any():
+        parts.append(f"Welch t test on the log of each launch's {statistic} (the launch is the experimental unit)")
+    if (basis == "one launch").any():
+        parts.append("cells with one launch a side: within-launch median intervals, a verdict only where the "
+                     f"effect exceeds {one_launch_factor:g} within-launch relative IQRs and {one_launch_floor:.0%}")
+    return "; ".join(parts) or "no cell was measured on both sides"
+
+
+def describe_launches(result: xr.Dataset) -> str:
+    """How many launches the compared cells had per side: 'baseline 3, candidate 3' (a range, '1-3',
+    where cells differ; cells neither side measured left out)."""
+    measured = ((result["baseline_launches"] > 0) & (result["candidate_launches"] > 0)).values
+    if not measured.any():
+        return "no cell measured on both sides"
+
+    def counts(name):
+        values = result[name].values[measured]
+        low, high = int(values.min()), int(values.max())
+        return str(low) if low == high else f"{low}-{high}"
+
+    return f"baseline {counts('baseline_launches')}, candidate {counts('candidate_launches')}"
 
 
 def _launch_values(ds: xr.Dataset, statistic: str) -> xr.Dataset:
@@ -246,10 +270,9 @@ def across(baseline: xr.Dataset, candidate: xr.Dataset, mapping: dict[str, str] 
     library row and no mapping is given, the two rows are matched whatever their names."""
     mapping = dict(mapping or {})
     base_rows = [str(v) for v in baseline["library"].values]
-    unknown = sorted(set(mapping) - set(base_rows))
-    if unknown:
-        raise ValueError(f"--map names baseline library rows it does not have: {unknown}; its rows: {base_rows}")
     cand_rows = [str(v) for v in candidate["library"].values]
+    _check_rows("baseline", list(mapping), base_rows)
+    _check_rows("candidate", list(mapping.values()), cand_rows)
     if not mapping and len(base_rows) == 1 and len(cand_rows) == 1 and base_rows != cand_rows:
         mapping = {base_rows[0]: cand_rows[0]}
     # A baseline row that a mapped row is renamed to stands aside (mpich-4=mpich-5 in a baseline
@@ -265,6 +288,19 @@ def across(baseline: xr.Dataset, candidate: xr.Dataset, mapping: dict[str, str] 
     return result
 
 
+def _check_rows(side: str, named: list[str], rows: list[str]) -> None:
+    """ValueError naming the library rows of `named` that `side` does not have, its rows and the
+    nearest: a typo in --map would otherwise compare a row with itself or with nothing."""
+    unknown = [name for name in named if name not in rows]
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, rows, n=1)
+        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise ValueError(f"--map: the {side} has no library row {', '.join(hints)}; its rows: {', '.join(rows)}")
+
+
 def provenance_differences(baseline: xr.Dataset, candidate: xr.Dataset) -> list[str]:
     """What of PROVENANCE differs between two datasets, one line each (empty: nothing)."""
     lines = []
@@ -276,41 +312,6 @@ def provenance_differences(baseline: xr.Dataset, candidate: xr.Dataset) -> list[
 
 
 # ----------------------------------------------------------------------------- tables
-
-RANGE_COLUMNS = ("verdict", "size_from", "size_to", "sizes", "ratio", "ratio_low", "ratio_high",
-                 "q_value")
-
-
-def changed_ranges(result: xr.Dataset, verdicts=("improved", "regressed")) -> pd.DataFrame:
-    """The cells with one of `verdicts`, grouped per curve into runs of consecutive measured sizes
-    with the same verdict: one row per run with its sizes and the median over the run of each
-    cell's ratio and interval bounds (and the smallest q value)."""
-    curve_dims = [d for d in result["verdict"].dims if d != "size"]
-    frame = result[["verdict", "ratio", "ratio_low", "ratio_high", "q_value"]].to_dataframe().reset_index()
-    frame = frame[frame["verdict"] != "missing"]
-    rows = []
-    for labels, curve in (frame.groupby(curve_dims, sort=False) if curve_dims else [((), frame)]):
-        curve = curve.sort_values("size")
-        run = (curve["verdict"] != curve["verdict"].shift()).cumsum()
-        for _, piece in curve.groupby(run, sort=False):
-            verdict = piece["verdict"].iloc[0]
-            if verdict not in verdicts:
-                continue
-            labels = labels if isinstance(labels, tuple) else (labels,)
-            rows.append({**dict(zip(curve_dims, labels)), "verdict": verdict,
-                         "size_from": int(piece["size"].iloc[0]), "size_to": int(piece["size"].iloc[-1]),
-                         "sizes": len(piece), "ratio": piece["ratio"].median(),
-                         "ratio_low": piece["ratio_low"].median(), "ratio_high": piece["ratio_high"].median(),
-                         "q_value": piece["q_value"].min()})
-    return pd.DataFrame(rows, columns=[*curve_dims, *RANGE_COLUMNS])
-
-
-def describe_range(row) -> str:
-    """'pingpong.send 1N2P: 4 KiB-64 KiB 12% slower [9%, 15%]' for a row of changed_ranges."""
-    labels = " ".join(str(row[d]) for d in ("library", "kernel", "placement") if d in row.index)
-    return (f"{labels}: {format_size_range(row['size_from'], row['size_to'])} "
-            f"{format_change(row['ratio'], row['ratio_low'], row['ratio_high'])}")
-
 
 def verdict_counts(result: xr.Dataset) -> dict[str, int]:
     values = result["verdict"].values.ravel().tolist()

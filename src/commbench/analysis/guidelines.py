@@ -41,7 +41,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from commbench.analysis.compare import benjamini_hochberg, changed_ranges, compare
+from commbench.analysis.compare import benjamini_hochberg, compare
+from commbench.analysis.ranges import changed_ranges
 from commbench.data.samples import CURVE_DIMS, POINT_DIMS
 
 GUIDELINES = {
@@ -106,7 +107,7 @@ def check(ds: xr.Dataset, min_effect: float = 0.05, confidence: float = 0.95) ->
         return empty_table()
     reference, measured = (_stacked(ds, checks, side) for side in ("reference_stats", "measured_stats"))
     result = _violations(compare(reference, measured, min_effect=min_effect, confidence=confidence), checks)
-    rows = [_row(checks[int(run["check"])], run) for _, run in changed_ranges(result, ("violated",)).iterrows()]
+    rows = [_row(checks[int(run["check"])], run) for _, run in changed_ranges(result, ("violated",), split_by_ratio=False).iterrows()]
     return pd.DataFrame(rows, columns=list(COLUMNS)) if rows else empty_table()
 
 

@@ -25,7 +25,8 @@ import xarray as xr
 from commbench.analysis import changepoints
 from commbench.analysis.constants import normal_quantile
 from commbench.io.archive import HISTORY, UNREADABLE
-from commbench.analysis.compare import changed_ranges
+from commbench.io.dataset_errors import DatasetError
+from commbench.analysis.ranges import changed_ranges
 from commbench.data.samples import CURVE_DIMS
 from commbench.units import format_change, format_size_range
 
@@ -106,7 +107,9 @@ def _rerun_statistics(path: Path) -> xr.Dataset:
 def _open_statistics(path: Path) -> xr.Dataset:
     """The per-point statistics of a dataset, without its samples; an older dense dataset through
     open_campaign, which converts it."""
-    ds = xr.open_dataset(path)
+    from commbench.data.opening import check_dataset
+
+    ds = xr.open_dataset(check_dataset(path))   # a damaged rerun: named, in one line (DatasetError)
     if "commbench_version" in ds.attrs and {"median", "sample_count"} <= set(ds.data_vars):
         names = ["median", "sample_count"] + (["started"] if "started" in ds else [])
         return ds[names].load()
@@ -218,7 +221,9 @@ def _as_verdicts(sub: xr.Dataset) -> xr.Dataset:
     dims = sub["change"].dims
     return xr.Dataset({"verdict": (dims, verdict), "ratio": sub["step"], "ratio_low": sub["step_low"],
                        "ratio_high": sub["step_high"], "q_value": (dims, np.full(change.shape, np.nan))},
-                      coords={dim: sub[dim].values for dim in dims})
+                      coords={dim: sub[dim].values for dim in dims},
+                      # how changed_ranges splits a range whose steps differ: by their intervals' level
+                      attrs={"confidence": CONFIDENCE, "min_effect": sub.attrs.get("min_effect", 0.0)})
 
 
 def _series(result: xr.Dataset, row) -> str:

@@ -1,6 +1,17 @@
-"""The summary of a campaign per point (library, placement, kernel, size), over its launches:
-computed from the per-point statistics a ragged dataset keeps, with intervals of the mean from
-the samples and from a bootstrap of the launches, vectorised over every point.
+"""The summary of a campaign per point (library, placement, kernel, size), over its launches,
+computed from the per-point statistics a ragged dataset keeps (no sample is read), vectorised over
+every point.
+
+The launch is the experimental unit (launches vary more than samples within a launch), and the
+stopping rule gives launches very different sample counts (10 samples in one, 15,000 in the next),
+so nothing is pooled across launches: every statistic is computed per launch, and the summary is
+the median over launches of the per-launch values (the minimum: the smallest of them). Medians of
+per-launch values keep every order a launch has: where each launch's mean is below its P99, so is
+the summary's.
+
+Each statistic the report draws comes with the interval of that statistic (`interval_over_launches`):
+with one launch, the launch's own; with several, an interval over the launches' values, never
+narrower than a typical launch's own.
 """
 
 from __future__ import annotations
@@ -10,9 +21,13 @@ from contextlib import contextmanager
 
 import numpy as np
 import xarray as xr
+from scipy import stats as scipy_stats
 
-from commbench.analysis.constants import normal_quantile
+from commbench.analysis.constants import MEDIAN_EFFICIENCY, normal_quantile
 from commbench.data.quantities import bandwidth, percentiles
+
+# Statistics of a point that the summary combines over launches as the median of the launches' values.
+TYPICAL = ("median", "mean", "iqm")
 
 
 @contextmanager
@@ -21,97 +36,89 @@ def _empty_points_allowed():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="All-NaN slice", category=RuntimeWarning)
         warnings.filterwarnings("ignore", message="Mean of empty slice", category=RuntimeWarning)
+        warnings.filterwarnings("ignore", message="Degrees of freedom", category=RuntimeWarning)
         yield
 
 
-def _bootstrap_over_pool(values: xr.DataArray, confidence: float, n_boot: int, seed: int) -> xr.DataArray:
-    """Percentile bootstrap interval of the mean over the `_pool` dim, per cell of the others (NaN
-    where a cell has fewer than two finite values)."""
-    keep = [d for d in values.dims if d != "_pool"]
-    flat = values.transpose(*keep, "_pool").values.reshape(-1, values.sizes["_pool"])
-    bounds = bootstrap_mean_intervals(flat, n_boot, confidence, np.random.default_rng(seed))
-    shape = [values.sizes[d] for d in keep] + [2]
-    coords = {name: coord for name, coord in values.coords.items() if set(coord.dims) <= set(keep)}
-    return xr.DataArray(bounds.reshape(shape), dims=keep + ["bound"], coords={**coords, "bound": ["low", "high"]})
+def interval_over_launches(values: xr.DataArray, within: xr.DataArray, confidence: float = 0.95) -> xr.DataArray:
+    """The interval of the median over launches of `values` (one per launch, NaN where a launch has
+    none), with a `bound` dim (low, high).
 
-
-def bootstrap_mean_intervals(rows: np.ndarray, n_boot: int, confidence: float, rng: np.random.Generator,
-                             chunk: int = 2048) -> np.ndarray:
-    """(low, high) percentile bootstrap interval of the mean of each row's finite values, (rows, 2).
-
-    Vectorised over rows, a chunk at a time (a campaign has a row per point): every row is
-    resampled with the same uniform draws, scaled to its own count of finite values, so that
-    each row's interval is an ordinary bootstrap of that row while no row costs a Python loop.
+    With one launch: `within`, that launch's own interval of the statistic (a `bound` dim). With
+    L >= 2 launches, the launches' values are the sample: on the log scale (times are positive and
+    launch effects multiplicative, as commbench.analysis.compare treats them) the interval is the
+    median -+ t(L-1) * sqrt(pi/2) * sd / sqrt(L), the t interval of a mean widened by the median's
+    larger standard error (from three launches on: the median of two is their mean); and it is never narrower than a typical launch's own interval (the median
+    over launches of each bound), which it then spans. By construction the median lies inside.
     """
-    rows = np.asarray(rows, float)
-    n = rows.shape[1]
-    finite = np.isfinite(rows)
-    counts = finite.sum(axis=1)
-    order = np.argsort(~finite, axis=1, kind="stable")            # each row's finite values first
-    compact = np.take_along_axis(rows, order, axis=1)
-    uniform = rng.random((n_boot, n))
-    tail = (1 - confidence) / 2 * 100
-    out = np.full((rows.shape[0], 2), np.nan)
-    usable = np.flatnonzero(counts >= 2)
-    for start in range(0, usable.size, chunk):
-        index = usable[start:start + chunk]
-        k = counts[index][:, None, None]
-        draws = np.minimum((uniform[None] * k).astype(np.int64), k - 1)          # (rows, n_boot, n)
-        picked = np.take_along_axis(compact[index][:, None, :], draws, axis=2)
-        in_row = np.arange(n)[None, None, :] < k                                 # the first k draws count
-        means = np.where(in_row, picked, 0.0).sum(axis=2) / k[:, :, 0]
-        out[index] = np.percentile(means, [tail, 100 - tail], axis=1).T
-    return out
+    launches = values.count("launch")
+    centre = values.median("launch")
+    typical_low = within.sel(bound="low", drop=True).median("launch")
+    typical_high = within.sel(bound="high", drop=True).median("launch")
+    positive = (values > 0) | values.isnull()
+    logs = np.log(values.where(positive.all("launch")))
+    sd = logs.std("launch", ddof=1)
+    t = xr.apply_ufunc(lambda n: scipy_stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1)), launches)
+    # The median of two values is their mean; from three on, its standard error is larger.
+    t = t * xr.where(launches > 2, MEDIAN_EFFICIENCY, 1.0)
+    half = t * sd / np.sqrt(launches)
+    several = launches >= 2
+    low = xr.where(several, np.fmin(centre * np.exp(-half), typical_low), typical_low)
+    high = xr.where(several, np.fmax(centre * np.exp(half), typical_high), typical_high)
+    # A statistic that is not positive in every launch has no log: its launches' spread, linear.
+    linear = several & ~positive.all("launch")
+    linear_half = t * values.std("launch", ddof=1) / np.sqrt(launches)
+    low = xr.where(linear, np.fmin(centre - linear_half, typical_low), low)
+    high = xr.where(linear, np.fmax(centre + linear_half, typical_high), high)
+    out = xr.concat([low, high], dim="bound").assign_coords(bound=["low", "high"])
+    return out.transpose(*centre.dims, "bound").where(launches > 0)
 
 
-def summarize_points(ds: xr.Dataset, ci: bool = True, n_boot: int = 1000, seed: int = 0,
-                     confidence: float = 0.95) -> xr.Dataset:
-    """The summary of a ragged dataset (ds.commbench.summary()), from its per-point statistics
-    alone (no sample is read).
+def _mean_within(ds: xr.Dataset, measured: xr.DataArray, confidence: float) -> xr.DataArray:
+    """Each launch's own normal interval of its mean, mean -+ z sd / sqrt(n) (the mean alone where
+    it has one sample)."""
+    half = (normal_quantile(confidence) * ds["std"] / np.sqrt(ds["sample_count"])).fillna(0)
+    mean = ds["mean"].where(measured)
+    return xr.concat([mean - half, mean + half], dim="bound").assign_coords(bound=["low", "high"])
 
-    Over a point's launches: median = median of the launches' medians (the launch is the
-    experimental unit; with one launch, the sample median); mean and interquartile mean over
-    all samples (the launches' values weighted by their counts); min; count; bandwidth (see
-    bandwidth()) from the median; quantiles = median over launches of each launch's quantile, and
-    from them p50, p90 and p99 (a typical launch's percentile; p50 is the median). Intervals of the mean:
-    over samples, normal (mean -+ z sd / sqrt(n), the pooled sd from the launches' means and
-    sds); over launches, the percentile bootstrap of the launches' means (bootstrap_mean_intervals).
+
+def summarize_points(ds: xr.Dataset, ci: bool = True, confidence: float = 0.95) -> xr.Dataset:
+    """The summary of a ragged dataset (ds.commbench.summary()), from its per-point statistics alone.
+
+    Over a point's launches: median, mean, interquartile mean and each quantile are the median over
+    launches of each launch's value (with one launch, the launch's own); p50, p90 and p99 are picked
+    from the quantiles (p50 is the median); min is the smallest launch minimum; count the samples and
+    launches the launches that measured the point; bandwidth (see bandwidth()) is from the median.
+    With `ci`: `median_ci` and `mean_ci`, the intervals of those statistics (interval_over_launches:
+    the interval of the median drawn as a band, of the mean), and `bandwidth_ci` from `median_ci`.
     """
     with _empty_points_allowed(), np.errstate(invalid="ignore", divide="ignore"):
         count = ds["sample_count"]
         measured = count > 0
-        total = count.sum("launch")
-        weight = count.where(measured)
-
-        def weighted(name):
-            return (ds[name] * weight).sum("launch", min_count=1) / total.where(total > 0)
-
-        out = xr.Dataset({
-            "median": ds["median"].where(measured).median("launch"),
-            "mean": weighted("mean"),
-            "min": ds["min"].where(measured).min("launch"),
-            "iqm": weighted("iqm"),
-            "count": total,
-        })
-        for name in ("median", "mean", "min", "iqm"):
-            out[name].attrs["units"] = "s"
+        out = xr.Dataset({name: ds[name].where(measured).median("launch") for name in TYPICAL})
+        out["min"] = ds["min"].where(measured).min("launch")
+        out["count"] = count.sum("launch")
+        out["launches"] = measured.sum("launch")
+        for name in TYPICAL:
+            out[name].attrs = {"units": "s", "long_name": f"median over launches of each launch's {name}"}
+        out["min"].attrs = {"units": "s", "long_name": "smallest sample of any launch"}
         if "quantiles" in ds:
             out["quantiles"] = ds["quantiles"].where(measured).median("launch")
             out["quantiles"].attrs["units"] = "s"
             out = out.assign(percentiles(out["quantiles"]))
         out["bandwidth"] = bandwidth(out["median"], ds["size"])
         if ci:
-            # Pooled variance: within-launch sums of squares plus between-launch spread of the means.
-            within = ((count - 1).clip(min=0) * ds["std"].fillna(0) ** 2).where(measured).sum("launch")
-            between = (weight * (ds["mean"] - out["mean"]) ** 2).sum("launch")
-            sd = np.sqrt((within + between) / (total - 1).where(total > 1))
-            half = normal_quantile(confidence) * sd / np.sqrt(total.where(total > 1))
-            out["mean_ci_samples"] = xr.concat([out["mean"] - half, out["mean"] + half], dim="bound") \
-                .assign_coords(bound=["low", "high"]).transpose(*out["mean"].dims, "bound")
-            out["mean_ci_samples"].attrs = {"long_name": f"{confidence:.0%} normal interval of the mean, over "
-                                                        "samples", "units": "s"}
-            launch_means = ds["mean"].where(measured).rename(launch="_pool")
-            out["mean_ci_launches"] = _bootstrap_over_pool(launch_means, confidence, n_boot, seed)
-            out["mean_ci_launches"].attrs = {"long_name": f"{confidence:.0%} bootstrap interval of the mean, "
-                                                         "over launches", "units": "s"}
+            out["median_ci"] = interval_over_launches(ds["median"].where(measured), ds["median_ci"].where(measured),
+                                                      confidence)
+            out["median_ci"].attrs = {"units": "s", "long_name": f"{confidence:.0%} interval of the median over "
+                                      "launches (one launch: its own distribution-free interval)"}
+            out["mean_ci"] = interval_over_launches(ds["mean"].where(measured),
+                                                    _mean_within(ds, measured, confidence), confidence)
+            out["mean_ci"].attrs = {"units": "s", "long_name": f"{confidence:.0%} interval of the mean over "
+                                    "launches (one launch: its own normal interval)"}
+            # Bandwidth falls as time rises: the slow end of the time's interval is its low end.
+            low, high = (bandwidth(out["median_ci"].sel(bound=bound, drop=True), ds["size"]) for bound in ("high", "low"))
+            out["bandwidth_ci"] = xr.concat([low, high], dim="bound").assign_coords(bound=["low", "high"]) \
+                .transpose(*out["bandwidth"].dims, "bound")
+            out["bandwidth_ci"].attrs = {"units": "B/s", "long_name": "bandwidth at the ends of median_ci"}
     return out

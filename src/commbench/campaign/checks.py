@@ -7,11 +7,14 @@ import difflib
 import hashlib
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
+from commbench.campaign.bounds import MAX_LAUNCHES, check_size, problem_lines
 from commbench.campaign.errors import CampaignError
 from commbench.campaign.kernels import schedule_range
-from commbench.campaign.schema import SCHEMA_PATH, describe_error, fill_defaults, load_schema
+from commbench.campaign.model import Campaign
+from commbench.campaign.schema import SCHEMA_PATH, describe_error, fill_defaults, load_schema, validator
 from commbench.locations import cache_dir
 from commbench.units import parse_size
 
@@ -22,6 +25,7 @@ def validate_campaign(config: dict, source: str = "<campaign>") -> dict:
     every launch of a workflow reads the campaign again, and validating costs a second."""
     if not isinstance(config, dict):
         raise CampaignError(f"{source}: a campaign file is a YAML mapping, got {type(config).__name__}")
+    check_size(config, source)     # before anything walks it whole: the cache's JSON, the schema's validator
     cached = _validated_path(config)
     if cached is not None and cached.exists():
         try:
@@ -51,26 +55,21 @@ def _validated_path(config: dict) -> Path | None:
 
 
 def _validate(config: dict, source: str) -> dict:
-    import jsonschema   # here, not at the top: importing it takes a second (its format checkers), and
-                        # every launch imports this package for the Campaign model alone
-
     schema = load_schema()
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(validator(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        lines = "\n".join(f"  {describe_error(e)}" for e in errors)
-        raise CampaignError(f"{source}: invalid campaign file\n{lines}")
+        raise CampaignError(f"{source}: invalid campaign file\n{problem_lines([describe_error(e) for e in errors])}")
     config = fill_defaults(copy.deepcopy(config), schema, schema)
     _check_consistency(config, source)
     return config
 
 
 def _check_consistency(config: dict, source: str) -> None:
-    """What the schema cannot say: unique placement names, ordered sizes, sample bounds, and
-    `compare:` pairs of two of the campaign's library rows."""
+    """What the schema cannot say: unique placement names, ordered sizes, sample bounds, how many
+    launches in all, and `compare:` pairs of two of the campaign's library rows."""
     problems = []
     names = [p["name"] for p in config["placements"]]
-    for name in sorted({n for n in names if names.count(n) > 1}):
+    for name in sorted(n for n, count in Counter(names).items() if count > 1):
         problems.append(f"placements: name {name!r} is used more than once")
     for placement in config["placements"]:
         if "network" in placement and placement["nodes"] < 2:
@@ -80,6 +79,7 @@ def _check_consistency(config: dict, source: str) -> None:
             problems.append(f"placements: {placement['name']!r} has a switch with nodes: {placement['nodes']}, "
                             f"emulate: {placement.get('emulate', 'namespaces')}; a switch joins virtual nodes: "
                             "it needs nodes >= 2 and emulate: namespaces (or no emulate:)")
+    known = set(names)
     for entry, spec in config["kernels"].items():
         sizes = spec["sizes"]
         if "schedule" in sizes:
@@ -87,7 +87,7 @@ def _check_consistency(config: dict, source: str) -> None:
             if low > high:
                 problems.append(f"kernels.{entry}.sizes: min {sizes.get('min', low)} is larger than "
                                 f"max {sizes.get('max', high)}")
-        unknown = [p for p in spec.get("placements", []) if p not in names]
+        unknown = [p for p in spec.get("placements", []) if p not in known]
         if unknown:
             problems.append(f"kernels.{entry}.placements: {', '.join(map(repr, unknown))} not among the "
                             f"campaign's placements: {', '.join(names)}")
@@ -105,8 +105,12 @@ def _check_consistency(config: dict, source: str) -> None:
     if precision["max_samples"] < precision["min_samples"]:
         problems.append(f"precision.max_samples ({precision['max_samples']}) is below "
                         f"precision.min_samples ({precision['min_samples']})")
+    launches = Campaign(name=config["campaign"], source=source, config=config).launch_count
+    if launches > MAX_LAUNCHES:
+        problems.append(f"launches: {config['launches']} of each of {launches // config['launches']:,} (library, "
+                        f"placement, kernel) make {launches:,} launches; a campaign runs at most {MAX_LAUNCHES:,}")
     if problems:
-        raise CampaignError(f"{source}: invalid campaign file\n" + "\n".join(f"  {p}" for p in problems))
+        raise CampaignError(f"{source}: invalid campaign file\n{problem_lines(problems)}")
 
 
 def _compare_problems(config: dict) -> list[str]:

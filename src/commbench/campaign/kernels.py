@@ -19,3 +19,13 @@ SCHEDULE_DEFAULT_RANGE = {"powers": (1, 4 * 2**20), "netpipe": (1, 4 * 2**20),
 def schedule_range(sizes: dict) -> tuple[int, int]:
     low, high = SCHEDULE_DEFAULT_RANGE[sizes["schedule"]]
     return parse_size(sizes.get("min", low)), parse_size(sizes.get("max", high))
+
+
+def timing_args(spec: dict) -> list[str]:
+    """commbench-kernels' options for an entry's `timing`, `iterations` and `warmup`: only those the entry
+    gives, so that the harness applies its own defaults for the timing (OSU's counts with timing osu)."""
+    args = ["--osu"] if spec.get("timing") == "osu" else []
+    for key, option in (("iterations", "-i"), ("warmup", "-x")):
+        if key in spec:
+            args += [option, str(spec[key])]
+    return args

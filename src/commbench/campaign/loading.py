@@ -5,24 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
-
+from commbench.campaign.bounds import read_yaml
 from commbench.campaign.checks import validate_campaign
-from commbench.campaign.errors import CampaignError
 from commbench.campaign.model import Campaign
 from commbench.campaign.overrides import WORKFLOW_OPTIONS
 
 
 def load_campaign(path) -> Campaign:
-    """Reads and validates a campaign file; raises CampaignError naming the file on any problem."""
+    """Reads and validates a campaign file; raises CampaignError naming the file on any problem, a file
+    too large for a campaign or standing for too many values (commbench.campaign.bounds) among them."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise CampaignError(f"{path}: no such campaign file") from None
-    except yaml.YAMLError as exc:
-        raise CampaignError(f"{path}: not valid YAML: {exc}") from None
-    return campaign_from_config(raw, source=str(path))
+    return campaign_from_config(read_yaml(path), source=str(path))
 
 
 def campaign_from_config(config, source: str) -> Campaign:

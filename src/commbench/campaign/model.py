@@ -7,7 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from commbench.campaign.kernels import kernel_of, schedule_range
+from commbench.campaign.kernels import kernel_of, schedule_range, timing_args
 from commbench.units import parse_size
 
 
@@ -73,7 +73,6 @@ class Campaign:
             "--min-samples", str(precision["min_samples"]),
             "--max-samples", str(precision["max_samples"]),
             "--max-point-time", str(precision["max_point_time"]),
-            "-x", str(spec["warmup"]),
             "--min-sample-time", str(spec["min_sample_time"]),
             "--timer", spec["timer"],
             "--cache", spec["cache"],
@@ -87,6 +86,7 @@ class Campaign:
         ]
         if "proc_grid" in spec:
             args += ["--proc-grid", "x".join(map(str, spec["proc_grid"]))]
+        args += timing_args(spec)
         if "method" in spec:
             args += ["--method", spec["method"]]
         if "window_buffers" in spec:
@@ -120,6 +120,14 @@ class Campaign:
 
     def runs_on(self, kernel: str, placement: str) -> bool:
         return placement in self.config["kernels"][kernel].get("placements", self.placements)
+
+    @property
+    def launch_count(self) -> int:
+        """How many launches runs() yields, counted without listing them (a campaign may ask for a billion,
+        which validation refuses by this count)."""
+        names = set(self.placements)
+        per_library = sum(len(names & set(spec.get("placements", names))) for spec in self.config["kernels"].values())
+        return len(self.libraries) * per_library * self.launches
 
     def runs(self):
         """Every (library, placement, kernel, launch) the campaign measures."""

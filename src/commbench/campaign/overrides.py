@@ -8,6 +8,8 @@ from collections.abc import Mapping
 
 import yaml
 
+from commbench.campaign.bounds import check_size
+
 
 # Keys of a Snakemake config that say how the workflow runs, not what the campaign measures
 # (workflow/rules/common.smk reads them), so `--config overwrite=true` may sit beside the campaign's keys.
@@ -17,7 +19,8 @@ WORKFLOW_OPTIONS = ("build_dir", "strict_build", "resource_checks", "overwrite",
 def read_overrides(overrides: Mapping) -> dict:
     """`--config` values as a campaign file would give them. Snakemake reads a top-level value as a
     number or boolean where it can, but leaves everything inside a mapping or a list a string
-    (`precision={rse: 0.05}` gives {'rse': '0.05'}); those strings are read again as YAML."""
+    (`precision={rse: 0.05}` gives {'rse': '0.05'}); those strings are read again as YAML, and what they
+    stand for is bounded as a campaign file's is (CampaignError), before anything merges them."""
     def read(value):
         if isinstance(value, Mapping):
             return {key: read(item) for key, item in value.items()}
@@ -30,7 +33,10 @@ def read_overrides(overrides: Mapping) -> dict:
                 return value
         return value
 
-    return {key: read(value) if isinstance(value, (Mapping, list)) else value for key, value in overrides.items()}
+    check_size(overrides, "--config")      # Snakemake's own YAML reading leaves aliases shared; read() copies them
+    read_back = {key: read(value) if isinstance(value, (Mapping, list)) else value for key, value in overrides.items()}
+    check_size(read_back, "--config")
+    return read_back
 
 
 def describe_overrides(overrides: Mapping) -> str:

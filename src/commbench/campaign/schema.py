@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 
 import yaml
 
+from commbench.campaign.bounds import key_path, shown
 from commbench.locations import ROOT
 
 SCHEMA_PATH = ROOT / "workflow" / "schemas" / "campaign.schema.yaml"   # the checkout's, or the installed copy
@@ -16,51 +18,86 @@ def load_schema() -> dict:
     return yaml.safe_load(SCHEMA_PATH.read_text())
 
 
-def _key_path(path) -> str:
-    parts = []
-    for part in path:
-        parts.append(f"[{part}]" if isinstance(part, int) else (f".{part}" if parts else str(part)))
-    return "".join(parts) or "(top level)"
-
-
 def validator(schema: dict):
-    """A JSON-schema validator of `schema` (jsonschema imported on first use: see checks.validate_campaign)."""
+    """A JSON-schema validator of `schema` whose integers are whole numbers written as such: JSON Schema
+    takes 3.0 as an integer, but a launch count of 3.0 is no count (range(3.0) fails) and the harness
+    reads "3.0" as no integer. jsonschema is imported here, on first use: importing it takes a second
+    (its format checkers), and every launch imports this package for the Campaign model alone."""
     import jsonschema
 
-    return jsonschema.Draft202012Validator(schema)
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool))
+
+    def pattern(validator, regex, instance, _schema):   # an ECMA-262 pattern, read as ECMA reads it
+        if validator.is_type(instance, "string") and not re.search(python_regex(regex), instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {regex!r}")
+
+    return jsonschema.validators.extend(base, {"pattern": pattern}, type_checker=checker)(schema)
+
+
+def python_regex(pattern: str) -> str:
+    """A JSON-schema pattern (ECMA-262) for Python's `re`. They differ where it matters for names: ECMA's
+    `$` is the end of the text, Python's also matches before a final newline, which would let the
+    campaign name "quick\\n" through to paths and shell lines. `$` outside brackets becomes `\\Z`."""
+    translated, in_brackets, escaped = [], False, False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in "[]":
+            in_brackets = char == "["
+        elif char == "$" and not in_brackets:
+            char = r"\Z"
+        translated.append(char)
+    return "".join(translated)
+
+
+MAX_UNKNOWN_SHOWN = 5     # unknown keys one message names
 
 
 def describe_error(error) -> str:
     """One line a user can act on: the key, the bad value and what is allowed."""
-    where = _key_path(error.absolute_path)
+    where = key_path(error.absolute_path)
     if error.validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         known = set(allowed)
         unknown = [k for k in error.instance if k not in known]
         hints = []
-        for key in unknown:
-            close = difflib.get_close_matches(key, allowed, n=1)
-            hints.append(f"unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        for key in unknown[:MAX_UNKNOWN_SHOWN]:
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hints.append(f"unknown key {shown(key)}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        if len(unknown) > MAX_UNKNOWN_SHOWN:
+            hints.append(f"and {len(unknown) - MAX_UNKNOWN_SHOWN:,} more unknown keys")
         return f"{where}: {'; '.join(hints)}; allowed keys: {', '.join(allowed)}"
     if error.validator == "enum":
         allowed = [str(v) for v in error.validator_value]
         close = difflib.get_close_matches(str(error.instance), allowed, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return f"{where}: {error.instance!r} is not allowed{hint}; allowed values: {', '.join(allowed)}"
+        return f"{where}: {shown(error.instance)} is not allowed{hint}; allowed values: {', '.join(allowed)}"
     if error.validator == "pattern":
         allowed = PATTERN_WORDS.get(error.validator_value, f"a match of {error.validator_value}")
-        return f"{where}: {error.instance!r} is not allowed; allowed: {allowed}"
+        return f"{where}: {shown(error.instance)} is not allowed; allowed: {allowed}"
     if error.validator == "oneOf" and error.context:
         deepest = max(error.context, key=lambda e: len(e.absolute_path))
         if deepest.absolute_path != error.absolute_path:
             return describe_error(deepest)
-        allowed = error.schema.get("description") or error.message
-        return f"{where}: {error.instance!r} is not allowed; allowed: {allowed}"
+        allowed = error.schema.get("description") or _clipped(error.message)
+        return f"{where}: {shown(error.instance)} is not allowed; allowed: {allowed}"
     if error.validator == "type":
-        return f"{where}: {error.instance!r} is not allowed; allowed: {_number_words(error.schema)}"
+        return f"{where}: {shown(error.instance)} is not allowed; allowed: {_number_words(error.schema)}"
     if error.validator == "maxLength":
-        return f"{where}: {error.instance!r} is too long; allowed: at most {error.validator_value} characters"
-    return f"{where}: {error.message}"
+        return f"{where}: {shown(error.instance)} is too long; allowed: at most {error.validator_value} characters"
+    if error.validator in ("maxItems", "maxProperties"):
+        return f"{where}: {len(error.instance):,} {'items' if error.validator == 'maxItems' else 'keys'}; " \
+               f"allowed: at most {error.validator_value:,}"
+    return f"{where}: {_clipped(error.message)}"
+
+
+def _clipped(message: str) -> str:
+    """jsonschema's own message, which quotes the whole value, cut to a line."""
+    return message if len(message) <= 200 else message[:197] + "..."
 
 
 def _number_words(schema: dict) -> str:

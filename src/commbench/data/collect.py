@@ -15,7 +15,7 @@ import xarray as xr
 from commbench import __version__
 from commbench.campaign import Campaign
 from commbench.data.failures import library_failure, library_status
-from commbench.data.kernels import description_of, is_windowed, kernel_coordinates
+from commbench.data.kernels import description_of, is_windowed, kernel_coordinates, recorded_timing, TIMING_LONG_NAME
 from commbench.data.samples import POINT_DIMS, STAT_COORDS, PointStatistics, point_statistics, start_variable
 from commbench.io import conventions
 from commbench.io.raw import LaunchResult, RawFileError, read_raw
@@ -144,11 +144,13 @@ class _RunRecords:
     started: np.ndarray
     hosts: np.ndarray
     binding: np.ndarray
+    env: np.ndarray       # the variables commbench's launcher set (JSON), as each launch recorded them
     reason: np.ndarray
     kernel_info: np.ndarray
     version: dict[str, str]
     metric: dict[str, str]
     window_buffers: dict[str, str]   # windowed kernels: shared | distinct, as run
+    timing: dict[str, str]           # how the harness timed the kernel, as its launch record says (JSON)
     description: dict[str, dict]     # the kernel's catalogue entry, as its launches recorded it
     all_hosts: set[str] = field(default_factory=set)
     # placement -> (transport, emulated, emulation) as run
@@ -170,11 +172,13 @@ class _RunRecords:
             started=np.full(run_shape, "", dtype=object),
             hosts=np.full(run_shape, "", dtype=object),
             binding=np.full(run_shape, "", dtype=object),
+            env=np.full(run_shape, "", dtype=object),
             reason=np.full(run_shape, "", dtype=object),
             kernel_info=np.full(run_shape, "", dtype=object),
             version={name: "" for name in axes.libraries},
             metric={name: "" for name in axes.kernels},
             window_buffers={name: "" for name in axes.kernels},
+            timing={name: "" for name in axes.kernels},
             description={name: {} for name in axes.kernels},
         )
 
@@ -205,12 +209,14 @@ def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecor
         runs.hosts[cell] = ",".join(run["hosts"])
         runs.all_hosts.update(run["hosts"])
         runs.binding[cell] = " ".join(run.get("cpu_binding", []))
+        runs.env[cell] = json.dumps(meta["env"], sort_keys=True) if "env" in meta else ""
         runs.kernel_info[cell] = json.dumps(run.get("kernel_info", {}), sort_keys=True)
         runs.version[meta["library"]] = runs.version[meta["library"]] or run["library_version"].strip()
         runs.metric[meta["kernel"]] = run.get("metric", "")
         runs.description[meta["kernel"]] = run.get("description") or runs.description[meta["kernel"]]
         if is_windowed(meta["kernel"], run.get("description")):
             runs.window_buffers[meta["kernel"]] = run.get("args", {}).get("window_buffers", "distinct")  # older harness
+        runs.timing[meta["kernel"]] = runs.timing[meta["kernel"]] or recorded_timing(run.get("args", {}))
         points = sorted(enumerate(result.points), key=lambda item: item[1].size)   # RAGGED_ORDER: by size
         for _, point in points:
             sink.add(cell + (point.size,), point.samples)
@@ -323,6 +329,7 @@ def _coordinates(campaign: Campaign, axes: _Axes, sizes: list[int], runs: _RunRe
         "window_buffers": ("kernel", [runs.window_buffers[name] for name in axes.kernels],
                            {"long_name": "windowed kernels: shared (one buffer per window, as osu_bw) or "
                                          "distinct (a buffer per message); empty for the others"}),
+        "timing": ("kernel", [runs.timing[name] for name in axes.kernels], {"long_name": TIMING_LONG_NAME}),
         **kernel_coordinates(axes.kernels, [description_of(name, runs.description[name], builds)
                                             for name in axes.kernels]),
     }
@@ -355,6 +362,8 @@ def _data_variables(sink, points: _PointRecords, runs: _RunRecords) -> dict:
         "started": (RUN_DIMS, runs.started.astype(str)),
         "hosts": (RUN_DIMS, runs.hosts.astype(str)),
         "cpu_binding": (RUN_DIMS, runs.binding.astype(str), {"long_name": "CPUs each rank may run on"}),
+        "launch_env": (RUN_DIMS, runs.env.astype(str), {"long_name": "environment variables commbench's launcher "
+                                                                  "set for the launch (JSON; empty: not recorded)"}),
         "kernel_info": (RUN_DIMS, runs.kernel_info.astype(str),
                         {"long_name": "what the kernel recorded of its set-up (JSON), e.g. MPI-IO hints"}),
     }

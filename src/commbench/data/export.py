@@ -18,9 +18,9 @@ import xarray as xr
 
 from commbench.data.samples import POINT_DIMS
 from commbench.data.quantities import bandwidth, percentiles
-from commbench.io.tables import write_table
+from commbench.io.tables import table_format, write_table
 
-FORMATS = ("csv", "parquet")   # of commbench.io.tables, those export writes
+FORMATS = ("csv", "parquet", "json")   # of commbench.io.tables, those export writes
 MB = 1e6
 RECORDS = ("settled", "rse", "iters_per_sample", "errors")
 
@@ -46,17 +46,17 @@ def points_table(ds: xr.Dataset) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def export(dataset, fmt: str | None = None, output=None) -> Path:
-    """Writes the points table of the dataset at `dataset` (a path open_campaign finds) to `output`,
-    default the dataset's path with the format's suffix; the format defaults to the output's suffix,
-    else csv. Returns the path written."""
-    from commbench.data.opening import open_campaign
+def export(dataset, fmt: str | None = None, output=None, source=None) -> Path | None:
+    """Writes the points table of `dataset` (a Dataset, or a path open_campaign finds) to `output`:
+    `-` is standard output, the default the dataset's path (`source`, else where it was read from)
+    with the format's suffix. The format is `fmt`, else the output's suffix, else csv; a suffix that
+    is no table format (x.xlsx) is refused naming the allowed ones before the dataset is read.
+    Returns the path written (None for standard output)."""
+    fmt = table_format(output, FORMATS, default="csv", requested=fmt)
+    if not isinstance(dataset, xr.Dataset):
+        from commbench.data.opening import open_campaign
 
-    if fmt is None:
-        suffix = Path(output).suffix.lstrip(".") if output else ""
-        fmt = suffix if suffix in FORMATS else "csv"
-    if fmt not in FORMATS:
-        raise ValueError(f"--format {fmt}: allowed values: {', '.join(FORMATS)}")
-    ds = open_campaign(dataset)
-    path = Path(output) if output else Path(ds.encoding.get("source", dataset)).with_suffix(f".{fmt}")
-    return write_table(points_table(ds), path, fmt)
+        source, dataset = source or dataset, open_campaign(dataset)
+    if output is None:
+        output = Path(source or dataset.encoding["source"]).with_suffix(f".{fmt}")
+    return write_table(points_table(dataset), output, fmt)

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from commbench.campaign import Campaign
+from commbench.io.atomic import write_text
 from commbench.io.raw import LaunchResult, RawFileError
 
 
@@ -58,7 +58,4 @@ def failures(results: list[LaunchResult], refused: list[RawFileError] = (), camp
 
 def write_failures(entries: list[dict], path) -> None:
     """The campaign's failure log, JSON Lines, rewritten whole by every collection (empty: none)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(entry, sort_keys=True) + "\n" for entry in entries))
-    tmp.replace(path)
+    write_text(path, "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in entries))

@@ -3,10 +3,19 @@ commbench.io.importers).
 
 An imported point holds what its file says and nothing more: see commbench.io.importers.common.
 The dataset is built by commbench.data.collect.build_dataset, as a campaign's is, from one launch per
-file: several files of one benchmark are launches 0, 1, ... of its kernel. Library rows are marked
-`imported` with their `source`; each launch's `kernel_info` holds its file's provenance (path,
-sha256, suite, version, options), and the attributes say which files made the dataset. Nothing of
-the machine doing the import (CPU, OS, kernel sources) is recorded as if it had measured them.
+file: files of one kernel and one kind (commbench.io.importers.kinds) are launches 0, 1, ... of its
+row. Beside a campaign's variables it holds:
+
+- `reported` (point dims x `reported_column`): every number the files print for each point, in SI
+  units, with `reported_units` and `reported_meaning` along `reported_column`;
+- `suite_metric` (library x kernel): what one value of the row means as the suite measured it, and
+  how that differs from the commbench kernel's metric;
+- `partial` (per launch): the file stopped short of what it was to run (imported with --partial);
+- the library coordinates `imported` (True) and `source`, and each launch's `kernel_info`: its file's
+  provenance (path, sha256, suite, version, options, the ranks it states or "unknown").
+
+The attributes say which files made the dataset and which were refused (`refused_files`). Nothing
+of the machine doing the import (CPU, OS, kernel sources) is recorded as if it had measured them.
 """
 
 from __future__ import annotations
@@ -19,41 +28,58 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from commbench.campaign import Campaign, CampaignError, validate_campaign
-from commbench.data.collect import build_dataset
+from commbench.campaign import Campaign, CampaignError, kernel_of, validate_campaign
+from commbench.data.collect import RUN_DIMS, build_dataset
 from commbench.data.kernels import is_windowed
 from commbench.data.quantities import bytes_factor
 from commbench.data.samples import POINT_DIMS, QUANTILES
-from commbench.io.importers import ImportFileError, Measurement, placement_shape, read_imb, read_osu
+from commbench.io.importers import (SUITES, ImportFileError, Measurement, Refusal, assign_labels, placement_shape,
+                                    read_batch, reported_meaning)
 from commbench.io.netcdf import write_dataset
 from commbench.io.raw import LaunchResult, Point
 
 # Provenance of the machine running the import, which collect stamps on a campaign's dataset;
 # an imported dataset was measured elsewhere, so these are left out rather than misattributed.
 NOT_MEASURED_HERE = ("hosts", "cpu_model", "os", "kernel_source_hash", "compilers", "compiler_flags",
-                     "build_warnings", "timer_resolution_s", "first_launch", "refused_files", "campaign_file")
+                     "build_warnings", "timer_resolution_s", "first_launch", "campaign_file")
 
+
+class ImportRefused(ValueError):
+    """Files of a batch that cannot be imported, each with its reason; nothing was imported."""
+
+    def __init__(self, refusals: list[Refusal], given: int, accepted: int):
+        self.refusals = refusals
+        head = (f"{len(refusals)} of {given} files refused; nothing written"
+                + (f" (give --skip-bad to import the other {accepted})" if accepted else ""))
+        super().__init__(head + ":\n" + "\n".join(f"  {refusal}" for refusal in refusals))
 
 
 def import_files(paths, suite: str, library: str, placement: str, kernel: str | None = None,
-                 nodes: int | None = None, ppn: int | None = None, name: str | None = None) -> xr.Dataset:
-    """The files (all of `suite`: "osu" or "imb") as one library row on one placement; files of one
-    benchmark are its launches, in the order given. `kernel` (OSU only) relabels the rows; nodes
-    and ppn default to what the placement's name says (1N2P)."""
+                 nodes: int | None = None, ppn: int | None = None, name: str | None = None,
+                 partial: bool = False, osu_sizes: tuple[int, int] | None = None,
+                 skip_bad: bool = False) -> xr.Dataset:
+    """The files (all of `suite`: osu, imb or netpipe) as one library row on one placement. Every
+    file is tried: if any is refused, ImportRefused lists them all, unless `skip_bad`, when the
+    others are imported and the refusals recorded (`refused_files`). `kernel` names the row of the
+    batch's one kernel (its own name, or with an @label); nodes and ppn default to what the
+    placement's name says (1N2P); `partial` imports truncated files, marked partial; `osu_sizes` is
+    the -m MIN:MAX the OSU runs were given (default: each benchmark's own)."""
     nodes, ppn = placement_shape(placement, nodes, ppn)
-    paths = [Path(p) for p in paths]
-    if suite == "osu":
-        measurements = [read_osu(path, kernel) for path in paths]
-        suite_name = "OSU Micro-Benchmarks"
-    elif suite == "imb":
-        if kernel is not None:
-            raise ValueError("--kernel is for OSU files (one benchmark each); an IMB file's benchmarks map to "
-                             "their kernels by name")
-        measurements = [m for path in paths for m in read_imb(path, nodes * ppn)]
-        suite_name = "Intel MPI Benchmarks"
-    else:
-        raise ValueError(f"unknown suite {suite!r}; allowed values: osu, imb")
-    return to_dataset(measurements, library, placement, nodes, ppn, name or f"{library}-{placement}", suite_name)
+    paths = list(paths)
+    measurements, refusals = read_batch(paths, suite, nodes * ppn, partial, osu_sizes)
+    if kernel is not None:
+        refusals += [Refusal(str(m.path), str(ImportFileError(
+            m.path, f"{m.benchmark} measures what {m.kernel} does; --kernel {kernel} does not match (allowed: "
+                    f"{m.kernel}, or {m.kernel}@LABEL)"))) for m in measurements if m.kernel != kernel_of(kernel)]
+        measurements = [m for m in measurements if m.kernel == kernel_of(kernel)]
+    if refusals and (not skip_bad or not measurements):
+        accepted = len(paths) - len({refusal.path for refusal in refusals}) if measurements else 0
+        raise ImportRefused(refusals, len(paths), accepted)
+    notes = assign_labels(measurements, kernel)
+    ds = to_dataset(measurements, library, placement, nodes, ppn, name or f"{library}-{placement}", SUITES[suite])
+    ds.attrs["refused_files"] = json.dumps([str(refusal) for refusal in refusals])
+    ds.attrs["import_notes"] = json.dumps(notes)
+    return ds
 
 
 def write(ds: xr.Dataset, output) -> Path:
@@ -67,10 +93,8 @@ def write(ds: xr.Dataset, output) -> Path:
 
 
 def describe(ds: xr.Dataset) -> list[str]:
-    """What an import made, a line each: the row, its kernels with their launches and sizes, and
-    what the files held that was not imported."""
-    import json
-
+    """What an import made, a line each: the row, its kernels with their launches and sizes, what the
+    files held that was not imported, the files refused, and what the files do not state."""
     library, placement = str(ds["library"].values[0]), str(ds["placement"].values[0])
     lines = [f"library row {library} (imported), placement {placement}: {ds.attrs['source']}"]
     counts = ds["sample_count"].isel(library=0, placement=0)
@@ -78,40 +102,42 @@ def describe(ds: xr.Dataset) -> list[str]:
         measured = counts.sel(kernel=kernel)
         launches = int((measured > 0).any("size").sum())
         sizes = ds["size"].values[(measured > 0).any("launch").values]
-        lines.append(f"  {kernel}: {launches} launch{'es' if launches != 1 else ''}, {len(sizes)} sizes "
-                     f"({sizes.min()} to {sizes.max()} B)")
-    left_out = {(Path(record["file"]).name, what) for record in json.loads(ds.attrs["imported_files"])
-                for what in record.get("not_imported", [])}
+        partial = int(ds["partial"].isel(library=0, placement=0).sel(kernel=kernel).sum())
+        lines.append(f"  {kernel}: {launches} launch{'es' if launches != 1 else ''}, {len(sizes)} "
+                     f"size{'s' if len(sizes) != 1 else ''} "
+                     f"({sizes.min()} to {sizes.max()} B)" + (f", {partial} partial" if partial else ""))
+    records = json.loads(ds.attrs["imported_files"])
+    left_out = {(Path(record["file"]).name, what) for record in records for what in record.get("not_imported", [])}
     lines += [f"  not imported from {name}: {what}" for name, what in sorted(left_out)]
+    lines += [f"  partial: {Path(record['file']).name}: {record['partial']}" for record in records
+              if record.get("partial")]
+    unstated = sorted({record["benchmark"] for record in records if not isinstance(record.get("ranks_stated"), int)})
+    if unstated:
+        lines.append(f"  ranks: {', '.join(unstated)} do not state theirs; the placement's "
+                     f"{int(ds['nprocs'].values[0])} are assumed")
+    lines += [f"  {note}" for note in json.loads(ds.attrs.get("import_notes", "[]"))]
+    lines += [f"  refused: {refusal}" for refusal in json.loads(ds.attrs.get("refused_files", "[]"))]
     return lines
 
 
 def to_dataset(measurements: list[Measurement], library: str, placement: str, nodes: int, ppn: int,
                name: str, suite: str) -> xr.Dataset:
-    """The measurements of one library row and one placement as a dataset in the campaign schema
-    (see the module's docstring)."""
+    """The measurements of one library row and one placement, each labelled (kinds.assign_labels),
+    as a dataset in the campaign schema (see the module's docstring)."""
     if not measurements:
         raise ValueError("nothing to import")
-    nprocs = nodes * ppn
-    for m in measurements:
-        if m.nprocs is not None and m.nprocs != nprocs:
-            raise ImportFileError(m.path, f"{m.benchmark} ran on {m.nprocs} processes, but placement {placement} "
-                                          f"has {nprocs} ({nodes} nodes x {ppn} per node); name the one it ran on")
-    for m in measurements:
-        if m.time_s is None:   # a bandwidth table: seconds per message from the rate and the bytes moved
-            factor = bytes_factor(m.kernel, m.nprocs if m.nprocs is not None else np.nan)
-            m.time_s = factor * m.sizes / m.bandwidth_Bps
     launches: dict[str, list[Measurement]] = {}
     for m in measurements:
-        launches.setdefault(m.kernel, []).append(m)
+        launches.setdefault(m.label or m.kernel, []).append(m)
+    launches = dict(sorted(launches.items()))
     config = {
         "campaign": name,
-        "description": f"Imported from {suite} output: " + ", ".join(Path(m.path).name for m in measurements),
+        "description": f"Imported from {suite} output: " + ", ".join(sorted({Path(m.path).name for m in measurements})),
         "libraries": {library: {"mpi": library}},
         "placements": [{"name": placement, "nodes": nodes, "ppn": ppn}],
-        "kernels": {kernel: {"sizes": {"list": sorted({int(s) for m in runs for s in m.sizes})},
-                             **({"window": runs[0].window} if runs[0].window else {})}
-                    for kernel, runs in launches.items()},
+        "kernels": {label: {"sizes": {"list": sorted({int(s) for m in runs for s in m.sizes})},
+                            **{k: v for k, v in runs[0].options.items() if v is not None}}
+                    for label, runs in launches.items()},
         "launches": max(len(runs) for runs in launches.values()),
     }
     try:
@@ -119,8 +145,8 @@ def to_dataset(measurements: list[Measurement], library: str, placement: str, no
             config, source="the import's names (--library, --placement, --kernel, --name)"))
     except CampaignError as error:
         raise ValueError(str(error)) from None
-    results = [_launch_result(m, library, placement, launch)
-               for runs in launches.values() for launch, m in enumerate(runs)]
+    results = [_launch_result(m, label, library, placement, launch, nodes * ppn)
+               for label, runs in launches.items() for launch, m in enumerate(runs)]
     known = {library: {"status": "ok", "family": "unknown", "launcher": "unknown"}}
     ds = build_dataset(campaign, results, known, {library: {"status": "ok", "compiler": "unknown"}})
     ds = _with_reported_statistics(ds, launches)
@@ -137,26 +163,38 @@ def to_dataset(measurements: list[Measurement], library: str, placement: str, no
         "imported": 1,
         "imported_files": json.dumps([m.provenance for m in measurements]),
         "campaign_config": json.dumps(config, sort_keys=True),
-        "statistics": "one sample per point, the file's time per operation; spread statistics NaN unless the "
-                      "file reports percentiles (quantiles, with the P50 as median); iters_per_sample 0: not "
-                      "recorded (see commbench.io.importers)",
+        "statistics": "one sample per point, the number the suite reports (see suite_metric); min and iqm NaN, "
+                      "spread statistics NaN unless the file reports percentiles (quantiles, with the P50 as "
+                      "median); every number the file prints in `reported`; iters_per_sample 0: not recorded "
+                      "(see commbench.io.importers)",
         "history": f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} imported by commbench from "
                    + ", ".join(str(m.path) for m in measurements),
     })
     return ds
 
 
-def _launch_result(m: Measurement, library: str, placement: str, launch: int) -> LaunchResult:
+def sample_seconds(m: Measurement, nprocs: int) -> np.ndarray:
+    """The point's one sample: the file's time, or for a bandwidth the time per message it gives with
+    the kernel's bytes factor (so that the report's bandwidth gives back the file's)."""
+    if m.time_s is not None:
+        return m.time_s
+    factor = bytes_factor(m.kernel, m.nprocs if m.nprocs is not None else nprocs)
+    return factor * m.sizes / m.reported[m.sample]
+
+
+def _launch_result(m: Measurement, label: str, library: str, placement: str, launch: int,
+                   nprocs: int) -> LaunchResult:
     """A measurement as the launch record build_dataset reads; its provenance is the kernel_info."""
     iterations = m.iterations if m.iterations is not None else np.zeros(len(m.sizes), dtype=np.int64)
     errors = m.errors if m.errors is not None else [None] * len(m.sizes)
     points = [Point(size=int(size), samples=np.array([time]), iters_per_sample=int(n), settled=False,
                     rse=math.nan, errors=None if e is None else int(e))
-              for size, time, n, e in zip(m.sizes, m.time_s, iterations, errors)]
-    args = {"window_buffers": "shared", "window": m.window} if is_windowed(m.kernel, None) else {}
+              for size, time, n, e in zip(m.sizes, sample_seconds(m, nprocs), iterations, errors)]
+    args = {"window_buffers": "shared", "window": m.options.get("window", "unknown")} \
+        if is_windowed(m.kernel, None) else {}
     return LaunchResult(
         path=str(m.path),
-        launch={"library": library, "placement": placement, "kernel": m.kernel, "launch": launch, "status": "ok",
+        launch={"library": library, "placement": placement, "kernel": label, "launch": launch, "status": "ok",
                 "started": "", "transport": "unknown", "emulated": False},
         run={"library_version": "", "hosts": [], "timer_resolution_s": math.nan, "harness_overhead_s": math.nan,
              "metric": m.metric, "kernel_info": m.provenance, "args": args},
@@ -164,28 +202,42 @@ def _launch_result(m: Measurement, library: str, placement: str, launch: int) ->
 
 
 def _with_reported_statistics(ds: xr.Dataset, launches: dict[str, list[Measurement]]) -> xr.Dataset:
-    """Spread statistics NaN (one sample has none), then the file's percentiles where it has them."""
+    """min, iqm and the spread statistics NaN (one sample has none), the file's percentiles where it
+    has them, and `reported`, `partial` and `suite_metric` (see the module's docstring)."""
     ds = ds.copy()
     dims = list(POINT_DIMS)
-    quantiles = ds["quantiles"].transpose(*dims, "quantile").values.copy()
+    columns = list(dict.fromkeys(name for runs in launches.values() for m in runs for name in m.reported))
+    quantiles = np.full(ds["quantiles"].transpose(*dims, "quantile").shape, np.nan)
     median = ds["median"].transpose(*dims).values.copy()
-    unknown_with_percentiles = {name: ds[name].transpose(*dims).values.copy() for name in ("min", "iqm")}
-    quantiles[:] = np.nan
+    reported = np.full(median.shape + (len(columns),), np.nan)
+    partial = np.zeros(ds["status"].transpose(*RUN_DIMS).shape, dtype=bool)
     sizes = {int(s): i for i, s in enumerate(ds["size"].values)}
     kernels = {str(k): i for i, k in enumerate(ds["kernel"].values)}
-    for kernel, runs in launches.items():
+    for label, runs in launches.items():
         for launch, m in enumerate(runs):
-            if not m.percentiles:
-                continue
-            at = (0, 0, kernels[kernel], [sizes[int(s)] for s in m.sizes], launch)
+            at = (0, 0, kernels[label], [sizes[int(s)] for s in m.sizes], launch)
+            for column, values in m.reported.items():
+                reported[at + (columns.index(column),)] = values
+            partial[0, 0, kernels[label], launch] = bool(m.partial)
             for q, values in m.percentiles.items():
-                quantiles[at + (QUANTILES.index(q),)] = values
-            median[at] = m.percentiles[0.5]
-            for values in unknown_with_percentiles.values():
-                values[at] = np.nan
+                if q in QUANTILES:
+                    quantiles[at + (QUANTILES.index(q),)] = values
+            if 0.5 in m.percentiles:
+                median[at] = m.percentiles[0.5]
     ds["quantiles"] = (dims + ["quantile"], quantiles, ds["quantiles"].attrs)
     ds["median"] = (dims, median, ds["median"].attrs)
-    for name, values in unknown_with_percentiles.items():
-        ds[name] = (dims, values, ds[name].attrs)
-    ds["median_ci"] = ds["median_ci"].where(False).assign_attrs(ds["median_ci"].attrs)
+    for name in ("min", "iqm", "median_ci"):
+        ds[name] = ds[name].where(False).assign_attrs(ds[name].attrs)
+    units = [reported_meaning(c)[0] for c in columns]
+    ds = ds.assign_coords(reported_column=("reported_column", columns),
+                          reported_units=("reported_column", units),
+                          reported_meaning=("reported_column", [reported_meaning(c)[1] for c in columns]))
+    ds["reported"] = (dims + ["reported_column"], reported,
+                      {"long_name": "every number the suite's file prints for the point, by column, in SI units "
+                                    "(reported_units); NaN where the file has no such column"})
+    ds["partial"] = (list(RUN_DIMS), partial, {"long_name": "the file stopped short of what it was to run "
+                                                            "(imported with --partial; kernel_info says why)"})
+    ds["suite_metric"] = (("library", "kernel"), [[launches[str(k)][0].metric for k in ds["kernel"].values]],
+                          {"long_name": "what one value of an imported row means, as its suite measured it, and "
+                                        "how that differs from the kernel's metric (empty: measured by commbench)"})
     return ds

@@ -7,6 +7,8 @@ were recorded from the catalogue of these sources (commbench.launch.catalogue)."
 
 from __future__ import annotations
 
+import json
+
 from commbench.campaign import kernel_of
 from commbench.launch.catalogue import CatalogueError, catalogue, describe_kernel
 
@@ -101,3 +103,17 @@ def catalogue_kernels_tagged(tag: str) -> list[str]:
         return [kernel.name for kernel in catalogue().values() if tag in kernel.tags]
     except CatalogueError:
         return []
+
+
+# What the harness records of how it timed a kernel (kernels/harness/records.c, the launch record's args).
+TIMING_KEYS = ("timing", "warmup", "iterations", "warmup_large", "iterations_large", "large_above")
+TIMING_LONG_NAME = ("how the harness timed each kernel, from its launch record (JSON: timing precision|osu, warmup, "
+                    "iterations and, for osu, their values above large_above bytes); empty where no launch gave "
+                    "data or the harness predates the record")
+
+
+def recorded_timing(args: dict) -> str:
+    """The timing part of a launch record's args, as JSON; empty where the record has none."""
+    if "timing" not in args:
+        return ""
+    return json.dumps({key: args.get(key) for key in TIMING_KEYS}, sort_keys=True)

@@ -1,4 +1,9 @@
-"""Merging datasets: an interactive run's library appended to a campaign dataset as one more row."""
+"""Merging datasets: an interactive run's or an import's library appended to a campaign dataset as one
+more row.
+
+Labels are never changed by a merge: the encodings a dataset was read with (a netCDF string
+coordinate's width among them) are not carried into the merged dataset, so that saving it writes
+every label as it is."""
 
 from __future__ import annotations
 
@@ -11,7 +16,10 @@ from commbench.data.samples import POINT_DIMS, ragged_positions, start_variable
 
 # What a cell holds where a dataset has no such library, placement, kernel, size or launch.
 _FILL = {"status": "missing", "settled": False, "iters_per_sample": 0, "position": -1, "sample_count": 0,
-         "started": "", "hosts": "", "cpu_binding": "", "kernel_info": "", "reason": ""}
+         "started": "", "hosts": "", "cpu_binding": "", "launch_env": "", "kernel_info": "", "reason": "",
+         "partial": False, "suite_metric": ""}
+# The axes a row is appended along (library) or that hold samples, never merged as a union.
+_NOT_UNITED = ("library", "sample")
 
 
 def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None = None) -> xr.Dataset:
@@ -29,20 +37,17 @@ def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None
     sources = [campaign, ds.assign_coords(library=[label])]
     # The ragged samples are rebuilt for the combined axes below; the rest is reindexed.
     parts = [part.drop_vars(["time", "sample_start"]) for part in sources]
-    # A coordinate one side lacks (an older dataset's, an imported row's `source`) is blank there.
-    parts = [part.assign_coords({name: (coord.dims, np.full([part.sizes[d] for d in coord.dims], _blank(coord.dtype)),
-                                        coord.attrs)
-                                 for other in parts for name, coord in other.coords.items()
-                                 if name not in part.coords and coord.dims in (("library",), ("placement",),
-                                                                              ("kernel",))})
-             for part in parts]
-    union = {d: (np.union1d(campaign[d].values, ds[d].values) if d in ("size", "launch")
-                 else list(dict.fromkeys([*campaign[d].values.tolist(), *ds[d].values.tolist()])))
-             for d in ("placement", "kernel", "size", "launch")}
-    # Coordinates along placement and kernel: the campaign's where it knows the entry, else ds's.
+    # What one side lacks (an older dataset's coordinate, an imported row's `source` or `reported`)
+    # is blank there.
+    parts = [_completed(parts[0], parts[1]), _completed(parts[1], parts[0])]
+    dims = [d for d in dict.fromkeys([*parts[0].dims, *parts[1].dims]) if d not in _NOT_UNITED]
+    union = {d: (np.union1d(parts[0][d].values, parts[1][d].values) if parts[0][d].dtype.kind in "iuf"
+                 else list(dict.fromkeys([*parts[0][d].values.tolist(), *parts[1][d].values.tolist()])))
+             for d in dims}
+    # Coordinates along the other axes: the campaign's where it knows the entry, else ds's.
     axis_coords = {}
-    for dim in ("placement", "kernel"):
-        for name, coord in campaign.coords.items():
+    for dim in dims:
+        for name, coord in parts[0].coords.items():
             if coord.dims == (dim,) and name != dim:
                 known = {}
                 for part in reversed(parts):
@@ -54,6 +59,9 @@ def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None
     combined = combined.assign_coords(axis_coords)
     combined["size"].attrs = campaign["size"].attrs
     combined = combined.assign(_merged_samples(combined, sources))
+    for variable in combined.variables.values():
+        if variable.dtype.kind in "USO":
+            variable.encoding = {}
     appended = json.loads(campaign.attrs.get("appended", "[]"))
     combined.attrs["appended"] = json.dumps(appended + [{"library": label, "created": ds.attrs.get("created", "")}])
     return combined
@@ -75,6 +83,22 @@ def _merged_samples(combined: xr.Dataset, sources: list[xr.Dataset]) -> dict:
             n, start = int(source_counts[index]), int(source_starts[index])
             time[starts[at]:starts[at] + n] = values[start:start + n]
     return {"time": ("sample", time, sources[0]["time"].attrs), **start_variable(counts)}
+
+
+def _completed(part: xr.Dataset, other: xr.Dataset) -> xr.Dataset:
+    """`part` with what `other` has and it lacks: an axis (with its coordinates), coordinates (blank)
+    and variables (filled as a cell without data)."""
+    for dim in other.dims:
+        if dim not in part.dims and dim not in _NOT_UNITED:
+            part = part.assign_coords({name: coord for name, coord in other.coords.items() if coord.dims == (dim,)})
+    part = part.assign_coords({name: (coord.dims, np.full([part.sizes[d] for d in coord.dims], _blank(coord.dtype)),
+                                      coord.attrs)
+                               for name, coord in other.coords.items()
+                               if name not in part.coords and set(coord.dims) <= set(part.dims) - {"sample"}})
+    return part.assign({name: (var.dims, np.full([part.sizes[d] for d in var.dims],
+                                                 _FILL.get(name, _blank(var.dtype)), dtype=var.dtype), var.attrs)
+                        for name, var in other.data_vars.items()
+                        if name not in part.data_vars and set(var.dims) <= set(part.dims) - {"sample"}})
 
 
 def _blank(dtype: np.dtype):

@@ -7,11 +7,25 @@ a time for the fits) where the statistics do not suffice.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import xarray as xr
 
+from commbench.io.dataset_errors import DatasetError, DatasetNotFoundError
 from commbench.data.samples import POINT_DIMS, STAT_COORDS, from_cube, is_ragged, start_variable
+from commbench.io import file_kinds
 from commbench.io.conventions import decode
 from commbench.locations import candidates, resolve
+
+
+def check_dataset(path) -> Path:
+    """The dataset file `path` means (results/<campaign>/<campaign>.nc, a results/<campaign> folder, a
+    relative path found from any working directory: commbench.locations), checked to be a commbench
+    dataset without reading its values. Raises DatasetError naming the file and the problem in one
+    line. What writes from a dataset (the report) calls this first, so that bad input writes nothing."""
+    path, ds = _open_lazily(path)
+    ds.close()
+    return path
 
 
 def open_campaign(path) -> xr.Dataset:
@@ -21,26 +35,56 @@ def open_campaign(path) -> xr.Dataset:
     where asked for. A dataset written
     before samples were ragged (a dense `time` with a `sample` dim per point) is converted. The
     launch `status` is text and `started` datetimes, whether the file holds them as CF flags and
-    CF time (commbench.io.conventions) or, written before, as text."""
+    CF time (commbench.io.conventions) or, written before, as text. A file that is missing, empty,
+    truncated, damaged or not a commbench dataset raises DatasetError, one line naming it and why."""
+    path, ds = _open_lazily(path)
+    dense = not is_ragged(ds)
+    try:
+        loaded = ds.load() if dense else ds.drop_vars("time").load()
+    except (OSError, RuntimeError, ValueError) as error:    # netCDF's errors reading a damaged variable
+        ds.close()
+        raise DatasetError(f"{path}: not a commbench dataset ({_unreadable(path, error)})") from None
+    if dense:
+        with ds:
+            return decode(ragged(loaded))
+    return decode(loaded.assign(time=ds["time"]))
+
+
+def _open_lazily(path) -> tuple[Path, xr.Dataset]:
+    """The dataset's file and the dataset opened on it (nothing read but its metadata), or DatasetError."""
     path = resolve(path)
     if path.is_dir():
         path = path / f"{path.name}.nc"
     if not path.exists():
         tried = ", ".join(str(place) for place in candidates(path))
-        raise FileNotFoundError(f"{path}: no such campaign dataset (tried {tried}; make campaign writes "
-                                f"results/<campaign>/<campaign>.nc, ${{COMMBENCH_RESULTS}} moves results/)")
-    ds = xr.open_dataset(path)
+        raise DatasetNotFoundError(f"{path}: no such campaign dataset (tried {tried}; make campaign writes "
+                                   f"results/<campaign>/<campaign>.nc, ${{COMMBENCH_RESULTS}} moves results/)")
+    if not path.is_file():
+        raise DatasetError(f"{path}: not a commbench dataset (not a file)")
+    try:
+        ds = xr.open_dataset(path)
+    except (OSError, ValueError, RuntimeError) as error:   # netCDF's "HDF error", xarray's "no backend matched"
+        raise DatasetError(f"{path}: not a commbench dataset ({_unreadable(path, error)})") from None
     if "commbench_version" not in ds.attrs:
         ds.close()
-        raise ValueError(f"{path}: not a commbench dataset (no commbench_version attribute)")
+        raise DatasetError(f"{path}: not a commbench dataset (no commbench_version attribute)")
     if "time" not in ds or ds["time"].dims not in (("sample",), POINT_DIMS + ("sample",)):
         ds.close()
-        raise ValueError(f"{path}: a commbench dataset without samples in a known layout (time over "
-                         f"{ds['time'].dims if 'time' in ds else 'nothing'}); recollect it from its raw files")
-    if not is_ragged(ds):
-        with ds:
-            return decode(ragged(ds.load()))
-    return decode(ds.drop_vars("time").load().assign(time=ds["time"]))
+        raise DatasetError(f"{path}: a commbench dataset without samples in a known layout (time over "
+                           f"{ds['time'].dims if 'time' in ds else 'nothing'}); recollect it from its raw files")
+    return path, ds
+
+
+def _unreadable(path: Path, error: Exception) -> str:
+    """What the file is, from its first bytes; netCDF's own words where those say nothing more."""
+    try:
+        kind = file_kinds.describe(path)
+    except OSError as cannot:
+        return f"cannot be read: {cannot.strerror or cannot}"
+    if kind.startswith("damaged"):     # netCDF's words, without the errno and the path this message names
+        words = error.strerror if isinstance(error, OSError) and error.strerror else str(error) or type(error).__name__
+        return f"{kind}: {words.splitlines()[0][:200]}"
+    return kind
 
 
 def ragged(ds: xr.Dataset) -> xr.Dataset:

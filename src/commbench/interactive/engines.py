@@ -20,6 +20,7 @@ from commbench.launch.libraries import engine_python
 from commbench.launch.placement import Placement
 from commbench.launch.supervision import end_processes
 from commbench.launch.plan import emulated_network_env, plan_launch
+from commbench.locations import candidates
 
 ENGINE_KINDS = ("mpi", "slurm")
 # Stands for the engine program in a launch plan, to cut mpiexec's own arguments out of it.
@@ -96,6 +97,7 @@ class Engines:
     mpi_command: list[str] = field(default_factory=list)
     info: list[dict] = field(default_factory=list)
     processes: list[tuple[str, int]] = field(default_factory=list)   # (host, pid) of every engine
+    log_file: Path | None = None       # the engines' and controller's output
     stopped: bool = False
 
     def __enter__(self) -> "Engines":
@@ -124,6 +126,10 @@ class Engines:
             logging.getLogger(__name__).warning("stopping the cluster: %s", error)
         # Engines that outlived their launcher (mpiexec gone, ranks not) are killed after a grace period.
         end_processes(self.pids, first=None)
+        log = getattr(self.cluster, "log", None)
+        if isinstance(log, logging.Logger) and log.name.startswith(f"{__name__}."):
+            for handler in log.handlers:
+                handler.close()
 
     @property
     def pids(self) -> list[int]:
@@ -145,6 +151,34 @@ def _read_json(path: Path, what: str) -> dict:
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no {what}; build it first, e.g. `snakemake builds "
                                 "--configfile config/campaigns/quick.yaml` in the workspace") from None
+
+
+def find_workspace(workspace, library: str) -> Path:
+    """The folder whose build/ holds `library`'s environment. A relative `workspace` is looked for as
+    datasets are (commbench.locations): from the working directory, then from the checkout that holds
+    it and the checkout commbench runs from, so that "." means the checkout in a notebook JupyterLab
+    started in notebooks/. FileNotFoundError naming every place tried where none has it."""
+    record = Path(workspace) / "build" / "envs" / library / "library.json"
+    places = candidates(record)
+    found = next((place for place in places if place.is_file()), None)
+    if found is None:
+        raise FileNotFoundError(f"{record}: no environment of {library} (tried {', '.join(map(str, places))}); "
+                                "build it first, e.g. `snakemake builds --configfile config/campaigns/quick.yaml` "
+                                "in the workspace")
+    return found.parents[3].resolve()
+
+
+def _cluster_log(profile_dir: str, level) -> tuple[logging.Logger, Path]:
+    """The cluster's logger, into a file of its own: ipyparallel logs to a notebook's output by default,
+    and stopping MPI engines (mpiexec ends with status 1 when its ranks are killed) dumps their whole
+    output there."""
+    path = Path(profile_dir) / "engines.log"
+    log = logging.getLogger(f"commbench.interactive.engines.{Path(profile_dir).name}")
+    log.handlers = [logging.FileHandler(path)]
+    log.handlers[0].setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log.setLevel(level)
+    log.propagate = False
+    return log, path
 
 
 def _engine_config(kind: str, python: str, activate: Path, mpi_args: list[str], env: dict[str, str],
@@ -183,7 +217,10 @@ def start_engines(library: str, placement="1N2P", workspace=".", engines: str = 
     """Starts one engine per rank of `placement` with `library`'s MPI, and returns when all have
     registered and loaded the kernels' shared library.
 
-    library: an MPI installation built in `workspace` (build/envs/<library>, build/kernels/<library>).
+    library: an MPI installation built in `workspace` (build/envs/<library>, build/kernels/<library>);
+        a relative workspace is found as datasets are (find_workspace): "." is the checkout from
+        notebooks/ as well. The engines' and controller's logs go to engines.log in the cluster's
+        folder under <workspace>/results/interactive/ (Engines.log_file), not to the notebook.
     placement: "1N2P", {"name", "nodes", "ppn"} or a Placement. On one host, nodes > 1 is
         emulated with the same transport settings as a campaign launch (TCP over loopback).
     engines: "mpi" (the library's mpiexec on this host) or "slurm" (a batch job; the ranks
@@ -199,7 +236,7 @@ def start_engines(library: str, placement="1N2P", workspace=".", engines: str = 
     if placement.network:
         raise ValueError(f"placement {placement.name}: emulated networks (network:) need a private "
                          "network namespace per launch; run them as a campaign")
-    workspace = Path(workspace).resolve()
+    workspace = Path(workspace).resolve() if build_dir else find_workspace(workspace, library)
     build = Path(build_dir).resolve() if build_dir else workspace / "build"
     record = _read_json(build / "envs" / library / "library.json", "environment of " + library)
     build_record = _read_json(build / "kernels" / library / "build.json", "kernel build of " + library)
@@ -232,8 +269,9 @@ def start_engines(library: str, placement="1N2P", workspace=".", engines: str = 
     profile_dir = tempfile.mkdtemp(prefix=f"ipyparallel-{library}-", dir=results_dir)
     config = _engine_config(engines, python, Path(record["env_dir"]) / "activate.sh", mpi_args,
                             engine_env, placement, list(slurm_options), profile_dir)
+    log, log_file = _cluster_log(profile_dir, log_level)
     cluster_kwargs = dict(engines=engines, n=placement.nprocs, profile_dir=profile_dir,
-                          config=config, log_level=log_level, shutdown_atexit=True)
+                          config=config, log_level=log_level, log=log, shutdown_atexit=True)
     if engines == "slurm":
         # Engines may start on other hosts: listen everywhere, and tell them this host's name.
         cluster_kwargs.update(controller_ip="*", controller_location=socket.gethostname())
@@ -251,11 +289,12 @@ def start_engines(library: str, placement="1N2P", workspace=".", engines: str = 
         view.execute("import os as _os, socket as _socket\n"
                      "_commbench_process = (_socket.gethostname(), _os.getpid())")
         processes = view.pull("_commbench_process")
-    except BaseException:
+    except BaseException as error:
         # Interrupted or failed while starting: nothing may be left running.
         if client is not None:
             client.close()
         cluster.stop_cluster_sync()
+        error.add_note(f"the engines' output: {log_file}")
         raise
     by_rank = sorted(info, key=lambda i: i["rank"])
     env_dir = str(Path(record["env_dir"]).resolve())
@@ -272,7 +311,7 @@ def start_engines(library: str, placement="1N2P", workspace=".", engines: str = 
                      placement=placement, engines=engines, library_record=record, build_record=build_record,
                      library_env=library_env, workspace=workspace, results_dir=results_dir,
                      launch_env=launch_env, mpi_command=launcher, info=by_rank,
-                     processes=[tuple(p) for p in processes])
+                     processes=[tuple(p) for p in processes], log_file=log_file)
     _running.add(result)
     if activate:
         try:

@@ -146,7 +146,7 @@ def _launch_once(engines: Engines, campaign: Campaign, kernel: str, launch: int,
         if status == "timeout":
             engines.stop()
         shutil.rmtree(scratch, ignore_errors=True)
-    lines, problem = read_complete_output(partial)
+    _, problem = read_complete_output(partial)
     if status == "ok" and (exit_code or problem):
         status = "failed"
         reason = failure_reason(status, exit_code, problem, timeout_s)
@@ -161,7 +161,7 @@ def _launch_once(engines: Engines, campaign: Campaign, kernel: str, launch: int,
                            interactive=True)
     if status != "ok":
         record["reason"] = reason
-    write_raw_file(output, record, lines if status == "ok" else [], partial)
+    write_raw_file(output, record, partial, with_output=status == "ok")
     return output
 
 

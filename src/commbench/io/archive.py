@@ -1,9 +1,16 @@
 """The history of a campaign's datasets: a dataset about to be replaced is kept in history/<its creation
-time>/ beside it, with its failures.jsonl."""
+time>/ beside it, with its failures.jsonl.
+
+The workflow holds a second name for the current dataset and its failures.jsonl (a hard link,
+`.<name>.held`, which takes no space): Snakemake deletes a job's outputs before it runs the job, and
+the collection that replaces them finds them under that name and keeps them in history/. A
+collection that fails therefore leaves no dataset (the campaign has none that is current) and loses
+none: the next one keeps the previous dataset in history/ as usual."""
 
 from __future__ import annotations
 
 import filecmp
+import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,8 +23,55 @@ def archive_previous(path, log=None) -> Path | None:
     """Keeps the dataset about to be replaced at `path`: moves it, and the failures.jsonl beside it,
     to history/<its creation time>/ in its folder (`commbench history` reads them as reruns). A file
     there that is not a readable commbench dataset is moved too, to history/<mtime>-unreadable/:
-    whatever it is, nothing is lost. Returns the folder it went to, or None where there was no file."""
-    path, log = Path(path), log or sys.stderr
+    whatever it is, nothing is lost. The previous collection's files under their held names (hold())
+    are kept the same way. Returns the folder it went to, or None where there was no file."""
+    folder = _archive(Path(path), log or sys.stderr)
+    if _restore_held(Path(path)):
+        folder = _archive(Path(path), log or sys.stderr) or folder
+    return folder
+
+
+def hold(path) -> None:
+    """A second name for the dataset at `path` and the failures.jsonl beside it (see the module's
+    doc). Where the file system has no hard links, nothing is held (and a collection that Snakemake
+    runs does not keep the dataset it replaces)."""
+    for file in (Path(path), Path(path).parent / "failures.jsonl"):
+        held = _held_name(file)
+        try:
+            if held.exists() and os.path.samefile(file, held):
+                continue
+            partial = held.with_name(held.name + ".tmp")
+            partial.unlink(missing_ok=True)
+            os.link(file, partial)
+            os.replace(partial, held)
+        except OSError:
+            pass
+
+
+def _held_name(file: Path) -> Path:
+    return file.with_name(f".{file.name}.held")
+
+
+def _restore_held(path: Path) -> bool:
+    """Gives the held files back their names where those are gone (deleted before the collection); a
+    held name whose file has another name still (the current one, or the one in history/) just goes.
+    Whether the dataset was given back."""
+    restored = False
+    for file in (path, path.parent / "failures.jsonl"):
+        held = _held_name(file)
+        try:
+            if held.stat().st_nlink > 1:
+                held.unlink()
+            elif not file.exists():
+                held.replace(file)
+                restored = restored or file == path
+        except FileNotFoundError:
+            pass
+    return restored
+
+
+def _archive(path: Path, log) -> Path | None:
+    """archive_previous for the file now at `path`."""
     if not path.exists():
         return None
     created, problem = _creation_time(path)

@@ -9,6 +9,7 @@ import xarray as xr
 
 from commbench.io import conventions
 from commbench.io.archive import archive_previous
+from commbench.io.atomic import replacing
 
 SAMPLES_CHUNK = 1 << 22   # samples copied into the file at a time (32 MiB)
 
@@ -27,11 +28,19 @@ def write_dataset(ds: xr.Dataset, path, keep_previous: bool = True, log=None) ->
     """netCDF4 with compression, written beside the target first so a reader never sees half a
     file. The ragged samples are copied in chunks, so a dataset whose samples are a memory map
     (collect's streaming) is written holding one chunk in memory at a time. A dataset already at
-    `path` is kept in history/ (archive_previous) unless keep_previous is False."""
+    `path` is kept in history/ (archive_previous) unless keep_previous is False. A write that fails
+    (a full disk) leaves `path` as it was, removes its temporary and raises commbench.io.atomic.WriteError:
+    "no space left on device writing results/quick/quick.nc"."""
+    path = Path(path)
+    with replacing(path) as tmp:
+        _write_netcdf(ds, tmp, path)
+        if keep_previous:
+            archive_previous(path, log=log)   # only now: a collection that fails to write keeps the old one in place
+
+
+def _write_netcdf(ds: xr.Dataset, tmp: Path, path: Path) -> None:
     import netCDF4
 
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
     rest, encoding = conventions.encode(ds.drop_vars("time"), path)   # status as CF flags, started as CF time
     encoding |= {name: {"zlib": True, "complevel": 4} for name, var in rest.data_vars.items()
                  if var.dtype.kind == "f"}
@@ -45,6 +54,3 @@ def write_dataset(ds: xr.Dataset, path, keep_previous: bool = True, log=None) ->
         variable.setncatts(time.attrs)
         for start in range(0, count, SAMPLES_CHUNK):
             variable[start:start + SAMPLES_CHUNK] = _chunk(time.data, start, min(SAMPLES_CHUNK, count - start))
-    if keep_previous:
-        archive_previous(path, log=log)   # only now: a collection that fails to write keeps the old one in place
-    tmp.replace(path)

@@ -1,4 +1,5 @@
-"""Tables (pandas DataFrames) written as the file a user names: .csv, .json or .parquet by its suffix.
+"""Tables (pandas DataFrames) written as the file a user names: .csv, .json or .parquet by its suffix,
+or `-` for standard output.
 
 One writer for every table commbench writes (`commbench export`, `compare --output`, `history --output`),
 so that the formats, the refusal of a suffix it does not write and the messages are the same everywhere.
@@ -6,38 +7,62 @@ so that the formats, the refusal of a suffix it does not write and the messages 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pandas as pd
 
 FORMATS = ("csv", "json", "parquet")
+STDOUT = "-"
 
 
-def table_format(output, allowed=FORMATS, default: str | None = None) -> str:
-    """The format `output`'s suffix names; `default` where it names none; ValueError naming the
-    allowed suffixes otherwise."""
+def table_format(output, allowed=FORMATS, default: str | None = None, requested: str | None = None) -> str:
+    """The format to write `output` in: `requested` (a --format) where given, else the format its
+    suffix names, else `default`; ValueError naming the allowed formats for an unknown suffix (x.xlsx
+    is not silently written as CSV), for a suffix that contradicts `requested`, and, without a default,
+    for a path with no suffix or `-` (standard output)."""
+    if requested is not None and requested not in allowed:
+        raise ValueError(f"--format {requested}: allowed values: {', '.join(allowed)}")
+    endings = ", ".join("." + f for f in allowed)
+    chosen = requested or default
+    if output is None or str(output) == STDOUT:
+        if chosen:
+            return chosen
+        raise ValueError(f"--output {output}: give a file ending in {endings}")
     suffix = Path(str(output)).suffix.lstrip(".").lower()
-    if suffix in allowed:
-        return suffix
-    if not suffix and default:
-        return default
-    raise ValueError(f"--output {output}: give a file ending in {', '.join('.' + f for f in allowed)}")
+    if not suffix:
+        if chosen:
+            return chosen
+        raise ValueError(f"--output {output}: give a file ending in {endings}")
+    if suffix not in allowed:
+        raise ValueError(f"--output {output}: .{suffix} is not a format commbench writes; give a file ending in "
+                         f"{endings}" + (f" (or {STDOUT} for standard output)" if default else ""))
+    if requested is not None and requested != suffix:
+        raise ValueError(f"--output {output} ends in .{suffix} but --format is {requested}; give one format")
+    return suffix
 
 
-def write_table(table: pd.DataFrame, path, fmt: str) -> Path:
-    """Writes `table` to `path` as `fmt` (csv, json records, parquet); returns the path."""
-    path = Path(path)
+def write_table(table: pd.DataFrame, path, fmt: str) -> Path | None:
+    """Writes `table` to `path` as `fmt` (csv, json records, parquet), `-` meaning standard output;
+    returns the path written (None for standard output)."""
+    to_stdout = str(path) == STDOUT
+    target = sys.stdout if to_stdout else Path(path)
     if fmt == "csv":
-        table.to_csv(path, index=False)
+        table.to_csv(target, index=False)
     elif fmt == "json":
-        table.to_json(path, orient="records", indent=1)
+        table.to_json(target, orient="records", indent=1)
+        if to_stdout:
+            print()
     elif fmt == "parquet":
         try:
             import pyarrow  # noqa: F401
         except ImportError:
             raise ValueError("--format parquet needs pyarrow, which is not installed here (pip install pyarrow); "
                              "--format csv needs nothing more") from None
-        table.to_parquet(path, index=False)
+        table.to_parquet(sys.stdout.buffer if to_stdout else target, index=False)
     else:
         raise ValueError(f"--format {fmt}: allowed values: {', '.join(FORMATS)}")
-    return path
+    if to_stdout:
+        sys.stdout.flush()
+        return None
+    return target

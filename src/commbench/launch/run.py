@@ -4,18 +4,27 @@ The launch is planned (commbench.launch.plan: the command, its environment, the
 emulation of several nodes on one host), then run under a supervisor
 (commbench.launch.supervision) that leaves none of its processes behind.
 
-The launch always ends in one complete raw file, written atomically: a
-"launch" record (what ran, how, and whether it succeeded) followed, on
-success, by the kernel's own run / point / end records. A failed, killed or
-incomplete launch keeps only its launch record: partial output is never merged.
-A launch that cannot run at all (its library's environment or build failed, or
-the kernel or placement is unsupported there) is recorded the same way, with
-that status and why.
+A launch that ends, however it ends, leaves one complete raw file, written
+atomically: a "launch" record (what ran, how, and whether it succeeded)
+followed, on success, by the kernel's own run / point / end records. A failed,
+timed-out or incomplete launch keeps only its launch record: partial output is
+never merged. A launch that cannot run at all (its library's environment or
+build failed, or the kernel or placement is unsupported there) is recorded the
+same way, with that status and why. A launch interrupted from outside (its
+workflow stopped or killed) ends every process of it, says so in its log and
+leaves no raw file, so that the next run of the workflow redoes it; so does one
+that a full disk cut short (WriteError, naming the file).
+
+A launch holds its own lock while it runs, so that it never runs twice at once
+(a rerun after `kill -9` waits for the killed run's launch to end), and, outside
+a Slurm allocation, the machine's, so that launches of different campaigns never
+overlap (commbench.launch.locks).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shlex
 import shutil
@@ -26,21 +35,29 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from commbench.io.raw import NOT_RUN, failure_reason, launch_record, read_complete_output, write_raw_file
-from commbench.launch import netem
+from commbench.io.atomic import NEARLY_FULL_BYTES, WriteError, free_bytes
+from commbench.io.raw import (NOT_RUN, failure_reason, launch_record, read_complete_output, reserve_record_space,
+                              write_raw_file)
+from commbench.launch import locks, netem
 from commbench.launch import vnodes
 from commbench.launch.libraries import in_environment
 from commbench.launch.placement import Placement, allocated_hosts, slurm_allocation
 from commbench.launch.plan import Unsupported, emulation_of, plan_launch
-from commbench.launch.supervision import KILL_GRACE_S, STDERR_TAIL_CHARS, ConsoleStream, end_launch, supervised_command
+from commbench.launch.supervision import (KILL_GRACE_S, STDERR_TAIL_CHARS, ConsoleStream, end_launch, interruption,
+                                          supervised_command)
 
+# How much longer than its own timeout a launch waits for a previous run of it to end: that run is
+# being stopped (its workflow killed), or, under Slurm, runs out its own time limit.
+PREVIOUS_RUN_SLACK_S = 60
 
 
 def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: list[str], placement: Placement,
                library: str, launch: int, output, timeout_s: float,
                library_env: dict[str, str] | None = None, log=None, scratch=None,
                settings: dict | None = None) -> dict:
-    """Runs one launch and writes `output`; returns its launch record. Never raises for a failed run.
+    """Runs one launch and writes `output`; returns its launch record. Never raises for a failed run;
+    raises, leaving no raw file (so that it is redone), where it cannot be recorded (WriteError: a full
+    disk) or a previous run of it still holds its lock after the longest it could take (LockTimeout).
 
     `installation` and `build` are the library's library.json and build.json records. A launch
     they rule out (a failed environment or build, a kernel the build left out) is recorded with
@@ -55,18 +72,45 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
             "nprocs": placement.nprocs, "kernel": kernel, "launch": launch}
     if settings is not None:
         meta["settings"] = settings
-    not_run = _not_runnable(installation, build, kernel_args[0])
-    if not_run:
-        return record_not_run(Path(output), meta, *not_run)
-    Path(scratch or tempfile.gettempdir()).mkdir(parents=True, exist_ok=True)
-    private = tempfile.mkdtemp(prefix=f"commbench-{library}-{placement.name}-{kernel}-{launch}-",
-                               dir=scratch or None)
-    try:
-        with contextlib.ExitStack() as cleanup:   # removes the launch's virtual nodes, if it has them
-            return _run_launch(installation, build["binary"], [*kernel_args, "--scratch", private], placement,
-                               meta, output, timeout_s, library_env, log, cleanup)
-    finally:
-        shutil.rmtree(private, ignore_errors=True)
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    name = f"launch {library}/{placement.name}/{kernel}/{launch}"
+    holder = locks.holder_line(f"{name} into {output.resolve()}")   # the raw file says which campaign and checkout
+    with locks.held(locks.launch_lock_path(output), holder, remove=True,
+                    wait_s=timeout_s + KILL_GRACE_S + PREVIOUS_RUN_SLACK_S,
+                    on_wait=lambda other: _say(log, f"{name}: its previous run, {other}, has not ended yet; "
+                                                     "waiting for it to end")):
+        not_run = _not_runnable(installation, build, kernel_args[0])
+        if not_run:
+            return record_not_run(output, meta, *not_run)
+        Path(scratch or tempfile.gettempdir()).mkdir(parents=True, exist_ok=True)
+        private = tempfile.mkdtemp(prefix=f"commbench-{library}-{placement.name}-{kernel}-{launch}-",
+                                   dir=scratch or None)
+        try:
+            with contextlib.ExitStack() as held:   # the machine, and the launch's virtual nodes if it has them
+                if not os.environ.get("SLURM_JOB_ID"):   # in an allocation, the nodes are the launch's own
+                    meta["waited_for_machine_s"] = round(held.enter_context(_machine(name, holder, log)), 3)
+                return _run_launch(installation, build["binary"], [*kernel_args, "--scratch", private], placement,
+                                   meta, output, timeout_s, library_env, log, held)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+
+
+def _machine(name: str, holder: str, log):
+    """The machine's lock (commbench.launch.locks), waited for as long as another launch holds it."""
+    path = locks.machine_lock_path()
+    return locks.held(path, holder, on_wait=lambda other: _say(
+        log, f"{name}: waiting for the machine: {other} is running there (lock {path})"))
+
+
+def _say(log, message: str) -> None:
+    """A line for the console (the workflow's, which may be gone) and the launch's log."""
+    with contextlib.suppress(OSError):
+        print(message, flush=True)
+    if log is not None:
+        with contextlib.suppress(OSError):
+            log.write(message + "\n")
+            log.flush()
 
 
 def _not_runnable(installation: dict, build: dict, kernel: str) -> tuple[str, str] | None:
@@ -86,16 +130,14 @@ def record_not_run(output: Path, meta: dict, status: str, reason: str) -> dict:
     assert status in (*NOT_RUN, "failed"), status
     output.parent.mkdir(parents=True, exist_ok=True)
     record = launch_record(status, meta, reason=reason)
-    write_raw_file(output, record, [], output.with_name(output.name + ".partial"))
+    write_raw_file(output, record, output.with_name(output.name + ".partial"), with_output=False)
     return record
 
 
 def _run_launch(installation, binary, kernel_args, placement, meta, output, timeout_s, library_env, log,
                 cleanup: contextlib.ExitStack) -> dict:
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
-    partial.unlink(missing_ok=True)
+    partial.unlink(missing_ok=True)   # a previous run's, killed before it could remove it
     allocation = slurm_allocation(os.environ)
     placement = replace(placement, hosts=allocated_hosts({**os.environ, **allocation}))
     meta = {**meta, "transport": placement.transport, "emulated": placement.emulated, "network": placement.network,
@@ -122,27 +164,44 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
         argv = cluster.command_on(cluster.hostnames[0], argv)
     elif placement.network:
         argv = netem.wrap(shlex.join(argv), placement.network)
+    reserve = reserve_record_space(output)   # so that a kernel filling the disk still leaves room for its record
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()
-    process = subprocess.Popen(supervised_command(argv, KILL_GRACE_S), env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               errors="replace", start_new_session=True)
-    streamed = ConsoleStream(process.stdout, log)
     try:
-        process.wait(timeout=timeout_s)
-        status = "ok" if process.returncode == 0 else "failed"
-    except subprocess.TimeoutExpired:
-        end_launch(process, KILL_GRACE_S)
-        status = "timeout"
+        process = subprocess.Popen(supervised_command(argv, KILL_GRACE_S), env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   errors="replace", start_new_session=True)
+        streamed = ConsoleStream(process.stdout, log)
+        try:
+            process.wait(timeout=timeout_s)
+            status = "ok" if process.returncode == 0 else "failed"
+        except subprocess.TimeoutExpired:
+            end_launch(process, KILL_GRACE_S)
+            status = "timeout"
+        except BaseException as stopped:
+            # Interrupted (Ctrl-C, the workflow stopping or losing us): the launch must not outlive us,
+            # and what it wrote is not a result.
+            end_launch(process, KILL_GRACE_S)
+            _say(log, f"launch {meta['library']}/{placement.name}/{meta['kernel']}/{meta['launch']} interrupted "
+                      f"after {time.monotonic() - t0:.1f} s ({interruption(stopped)}): every process of it was "
+                      f"ended; it has no raw file, so the next run of the workflow redoes it")
+            raise
     except BaseException:
-        # Interrupted (Ctrl-C, the workflow stopping us): the launch must not outlive us.
-        end_launch(process, KILL_GRACE_S)
+        partial.unlink(missing_ok=True)
+        reserve.unlink(missing_ok=True)
         raise
     duration = time.monotonic() - t0
     console = streamed.tail()
-    lines, problem = read_complete_output(partial)
+    _, problem = read_complete_output(partial)
     if status == "ok" and problem:
         status = "failed"
+    if status != "ok" and (free := free_bytes(output.parent)) is not None and free < NEARLY_FULL_BYTES:
+        # Not the launch's failure but the disk's: no raw file, so that the next run redoes it.
+        partial.unlink(missing_ok=True)
+        reserve.unlink(missing_ok=True)
+        raise WriteError(f"no space left on device ({free} bytes free) writing {partial} (the kernel's output; "
+                         f"the launch {status}: {failure_reason(status, process.returncode, problem, timeout_s)})",
+                         partial, errno.ENOSPC)
     record = launch_record(status, meta, started, command=plan.command, env=plan.env, binding=plan.binding,
                            exit_code=process.returncode, duration_s=round(duration, 3), timeout_s=timeout_s)
     if status != "ok":
@@ -150,5 +209,5 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
         if placement.network and cluster is None and (reason := netem.unavailable_reason()):
             record["reason"] += f"; {reason}"
         record["console_tail"] = console[-STDERR_TAIL_CHARS:]
-    write_raw_file(output, record, lines if status == "ok" else [], partial)
+    write_raw_file(output, record, partial, with_output=status == "ok")
     return record

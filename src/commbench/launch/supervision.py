@@ -76,6 +76,52 @@ def end_processes(pids, grace_s: float = 5.0, first: int | None = signal.SIGTERM
     kill_all(left)
 
 
+# -- a launch job told to stop ----------------------------------------------------------------------
+
+class Interrupted(SystemExit):
+    """A launch stopped from outside: by a signal (the workflow stopping its job), or because the
+    workflow that started it is gone. Exits with 128 + the signal's number, as a shell reports it."""
+
+    def __init__(self, why: str, signum: int):
+        super().__init__(128 + signum)
+        self.why = why
+
+
+def stop_when_told(poll_s: float = 0.5) -> None:
+    """Makes SIGTERM and SIGHUP raise Interrupted in this process, so that a launch under way ends every
+    process of it on the way out, and does the same when the process that started this one is gone:
+    a workflow killed with SIGKILL tells its jobs nothing, and they would run on, re-parented, while
+    a rerun starts the same launches again. A second signal while stopping is ignored."""
+    parent = os.getppid()
+    parent_gone = threading.Event()
+
+    def stop(signum, frame):
+        for number in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(number, signal.SIG_IGN)
+        why = (f"the workflow that started it (pid {parent}) is gone" if parent_gone.is_set()
+               else f"stopped by {signal.Signals(signum).name}")
+        raise Interrupted(why, signum)
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        parent_gone.set()
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, stop)
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def interruption(error: BaseException) -> str:
+    """Why a launch was interrupted, in words, from what stopped it."""
+    if isinstance(error, Interrupted):
+        return error.why
+    if isinstance(error, KeyboardInterrupt):
+        return "stopped by SIGINT (Ctrl-C)"
+    return f"stopped by {type(error).__name__}: {error}"
+
+
 # -- the supervisor ---------------------------------------------------------------------------------
 
 def _supervise() -> None:
@@ -108,14 +154,16 @@ def _supervise() -> None:
         pass
 
     def stop(signum, frame):
+        # Ignored from the first on: a stop often comes twice (the launch passes on the one it got, and
+        # Slurm signals every process of a job), and a second Stop must not cut the clean-up short.
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, signal.SIG_IGN)
         raise Stop
 
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(number, stop)
 
     def end_everything(first) -> None:
-        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(number, signal.SIG_IGN)
         # mpiexec first, politely: it knows its ranks and may clean up shared memory.
         if first is not None and first.poll() is None:
             first.send_signal(signal.SIGTERM)
@@ -143,6 +191,11 @@ def _supervise() -> None:
         code = first.wait()
         code = 128 - code if code < 0 else code
     except Stop:
+        pass
+    try:   # the launch ended on its own: from here on nothing may cut the clean-up short
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, signal.SIG_IGN)
+    except Stop:   # one that came just before (its handler ignores the rest)
         pass
     end_everything(first)
     sys.exit(code)
@@ -189,8 +242,11 @@ class ConsoleStream:
     def _copy(self, stream, log) -> None:
         for line in stream:
             if log is not None:
-                log.write(line)
-                log.flush()
+                try:
+                    log.write(line)
+                    log.flush()
+                except OSError:
+                    log = None   # a full disk: the console is still drained, or the launch would block on it
             with self._lock:
                 self._kept.append(line)
                 self._kept_chars += len(line)

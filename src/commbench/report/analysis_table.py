@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from functools import cached_property
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -18,16 +19,15 @@ from commbench.campaign import kernel_of
 from commbench.data.kernels import kernel_tags, windowed_kernels
 from commbench.data.quantities import PERCENTILES
 from commbench.report.comparisons import baseline_comparisons, library_row_comparisons
-
-MB = 1e6
-US = 1e-6
+from commbench.units import MB, US
 
 
 class ReportData:
     """A dataset and what every figure needs from it, computed once; `baseline`, another campaign's
-    dataset, adds a comparison of this one against it."""
+    dataset, adds a comparison of this one against it; `n_boot`: the resamples of the bootstrap
+    intervals of the report's fitted models (the performance table's regimes)."""
 
-    def __init__(self, ds: xr.Dataset, n_boot: int = 200, baseline: xr.Dataset | None = None):
+    def __init__(self, ds: xr.Dataset, n_boot: int = 400, baseline: xr.Dataset | None = None):
         self.ds = ds
         self.n_boot = n_boot
         self.baseline = baseline
@@ -55,28 +55,31 @@ class ReportData:
 
     @cached_property
     def points(self) -> pd.DataFrame:
-        """One row per measured point: labels, placement shape, median time with its 95%
-        interval over launches (over samples with one launch), mean, P50, P90 and P99 (summary's),
-        bandwidth in MB/s (summary's: bytes moved / median time)."""
+        """One row per measured point: labels, placement shape, the median over launches with the
+        95% interval of that median (`ci_low_s`, `ci_high_s`: the band a figure draws around its line,
+        see commbench.analysis.stats.interval_over_launches), mean, P50, P90 and P99, bandwidth in
+        MB/s (bytes moved / median time) with its interval, and how many launches measured it: all
+        summary()'s. Empty, with every column, where no launch gave data."""
         ds = self.ds
-        summary = ds.commbench.summary(n_boot=self.n_boot)
-        # Between launches where there are several (usually the wider interval), else between samples.
-        interval = summary["mean_ci_launches" if ds.sizes["launch"] > 1 else "mean_ci_samples"]
+        summary = ds.commbench.summary()
+        interval, rate = summary["median_ci"], summary["bandwidth_ci"]
         frame = xr.Dataset({"median_s": summary["median"], "mean_s": summary["mean"],
                             **{f"{name}_s": summary[name] for name in PERCENTILES},
-                            "bandwidth_Bps": summary["bandwidth"],
+                            "bandwidth_Bps": summary["bandwidth"], "launches": summary["launches"],
                             "ci_low_s": interval.sel(bound="low", drop=True),
-                            "ci_high_s": interval.sel(bound="high", drop=True)}).to_dataframe().reset_index()
+                            "ci_high_s": interval.sel(bound="high", drop=True),
+                            "bandwidth_low_Bps": rate.sel(bound="low", drop=True),
+                            "bandwidth_high_Bps": rate.sel(bound="high", drop=True)}).to_dataframe().reset_index()
         frame = frame.dropna(subset=["median_s"])
         frame = frame[frame["median_s"] > 0]
         for coord in ("nodes", "ppn", "nprocs", "emulated"):
-            frame[coord] = frame["placement"].map(dict(zip(ds["placement"].values, ds[coord].values)))
-        frame["bandwidth_MBps"] = frame["bandwidth_Bps"] / MB
+            values = dict(zip(ds["placement"].values, ds[coord].values))
+            frame[coord] = frame["placement"].map(values).astype(np.asarray(ds[coord].values).dtype)
+        for name in ("bandwidth", "bandwidth_low", "bandwidth_high"):
+            frame[f"{name}_MBps"] = frame[f"{name}_Bps"] / MB
         frame["time_us"] = frame["median_s"] / US
-        for name in ("mean", *PERCENTILES):
+        for name in ("mean", *PERCENTILES, "ci_low", "ci_high"):
             frame[f"{name}_us"] = frame[f"{name}_s"] / US
-        frame["ci_low_us"] = frame["ci_low_s"] / US
-        frame["ci_high_us"] = frame["ci_high_s"] / US
         return frame.reset_index(drop=True)
 
     @cached_property

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import xarray as xr
 
-from commbench.analysis.compare import VERDICTS, across, changed_ranges, describe_range, provenance_differences, within
+from commbench.analysis.compare import VERDICTS, across, describe_launches, provenance_differences, within
+from commbench.analysis.ranges import changed_ranges, describe_range
 from commbench.report.elements import Skipped, Table
 
 if TYPE_CHECKING:     # ReportData's comparisons are made here: it imports this module
@@ -42,7 +43,8 @@ class Comparison:
     def statement(self) -> str:
         """The method and the false-discovery control, as printed under the table."""
         attrs = self.result.attrs
-        return (f"Method: {attrs['method']}. Multiple testing: {attrs['multiple_testing']}; a size range is "
+        return (f"Method: {attrs['method']}. Launches per cell: {describe_launches(self.result)}. "
+                f"Multiple testing: {attrs['multiple_testing']}; a size range is "
                 f"listed where q <= {1 - attrs['confidence']:g} and the change is at least "
                 f"{attrs['min_effect']:.0%}.")
 
@@ -98,8 +100,9 @@ def changed_ranges_table(comparison: Comparison) -> Table:
                           "verdict": ranges["verdict"].tolist(), "sizes": ranges["sizes"].tolist(),
                           "q value": ranges["q_value"].tolist()})
     return Table(f"{comparison.name}-ranges", f"{comparison.title}: changed size ranges",
-                 "Consecutive measured sizes with the same verdict, with the median ratio's change and "
-                 "interval over the range and the smallest q value.", frame)
+                 "Consecutive measured sizes with the same verdict and one ratio (a run of sizes is split where "
+                 "the ratio moves by more than its interval), with the median ratio's change and interval over "
+                 "the range and the smallest q value.", frame)
 
 
 def baseline_warnings(dataset, baseline) -> list[str]:

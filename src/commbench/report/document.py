@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from commbench.io.atomic import write_text
 from commbench.report.analysis_table import ReportData
 from commbench.report.comparison_sections import ComparisonSection, comparison_sections
 from commbench.report.elements import Figure, Skipped
@@ -17,7 +18,9 @@ from commbench.report.figures import all_figures
 from commbench.report.html import render_figure_page, render_html
 from commbench.report.pages import figure_pages, interactive_figures, page_file
 from commbench.report.static_copies import StaticDrawing
-from commbench.report.tables import all_tables, failed_runs_table, findings_table, integrity_table, provenance_tables
+from commbench.report.findings import findings_table
+from commbench.report.glance import at_a_glance
+from commbench.report.tables import all_tables, failed_runs_table, integrity_table, provenance_tables
 
 
 def report_dir(dataset_path) -> Path:
@@ -58,7 +61,7 @@ def write_report(data: ReportData, directory, title: str | None = None) -> dict:
     with StaticDrawing(static, figures_dir) as drawing:     # beside the HTML's figures, in another process
         # What could not be drawn is listed on the first page, whichever page it would have gone on.
         first = render_html(data.ds, pages[""], skipped, tables, provenance_tables(data.ds), title, comparisons,
-                            not_compared, interactive, drawing.image, more)
+                            not_compared, interactive, drawing.image, more, glance=at_a_glance(data))
         written = {page_file(page): render_figure_page(title, page, members, interactive, drawing.image)
                    for page, members in pages.items() if page}
         manifest["figures"] = [{"name": figure.name, "title": figure.title, "files": names,
@@ -67,11 +70,12 @@ def write_report(data: ReportData, directory, title: str | None = None) -> dict:
                                for figure, names in zip(static, drawing.files())]
     for old in directory.glob(page_file("*")):     # a previous, larger report's pages
         old.unlink()
-    (directory / "report.html").write_text(first)
+    # Each file whole or not at all: a report cut short by a full disk is never taken for one.
     for name, text in written.items():
-        (directory / name).write_text(text)
+        write_text(directory / name, text)
     manifest["pages"] = ["report.html", *written]
-    (figures_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    write_text(figures_dir / "manifest.json", json.dumps(manifest, indent=2))
+    write_text(directory / "report.html", first)    # last: its links lead to the others
     return manifest
 
 

@@ -16,6 +16,9 @@ class Figure:
     build: object      # () -> HoloViews object, called once per backend
     panels: int = 1    # small multiples: what drawing it costs grows with them
     page: str = ""     # the report page it belongs on (see figures.PAGES); "" the first page
+    # The (library, placement, kernel) curves it draws against size, time and bandwidth: every measured
+    # curve is drawn so somewhere (figures.every_curve draws those no other figure does).
+    curves: frozenset = frozenset()
 
 
 @dataclass
@@ -30,4 +33,20 @@ class Table:
     name: str
     title: str
     caption: str
-    frame: pd.DataFrame
+    frame: pd.DataFrame      # numbers as numbers (us, MB/s, ratios: the column names say which)
+
+    def readable(self) -> pd.DataFrame:
+        """The frame as the report and notebooks show it: every number of a float column with the same
+        significant figures and no exponent (commbench.units.format_number), missing values empty."""
+        return readable(self.frame)
+
+
+def readable(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with its float columns as text (commbench.units.format_number): '10680' beside '1590'."""
+    from commbench.units import format_number
+
+    shown = frame.copy()
+    for column in shown.columns:
+        if pd.api.types.is_float_dtype(shown[column]):
+            shown[column] = shown[column].map(format_number)
+    return shown

@@ -22,6 +22,13 @@ from commbench.report.plotting import (MAX_CURVES, _curves, _line_and_points, _s
                                        _time_and_bandwidth)
 
 SMALL_MESSAGES = 8000      # bytes: the reports' small-message range ends at 2000 integers
+BAND = "shaded: the 95% interval of each median (see Methods, Intervals)."
+BANDWIDTH_COLUMNS = ("bandwidth_MBps", "bandwidth_low_MBps", "bandwidth_high_MBps")
+
+
+def _drawn(rows: pd.DataFrame) -> frozenset:
+    """The (library, placement, kernel) curves of `rows` that a figure draws against size."""
+    return frozenset(rows[["library", "placement", "kernel"]].drop_duplicates().itertuples(index=False, name=None))
 
 
 def library_comparison(data: ReportData) -> list:
@@ -35,9 +42,8 @@ def library_comparison(data: ReportData) -> list:
         if rows["library"].nunique() >= 2:
             figures.append(Figure(f"library-comparison-{placement}", f"{kernel}, {placement}: library comparison",
                                   f"Median {kernel} time and bandwidth against size, one curve per library, "
-                                  f"placement {placement}; shaded: 95% interval of the mean."
-                                  + data.window_note([kernel]),
-                                  _time_and_bandwidth(rows, "library", f"{kernel} {placement}")))
+                                  f"placement {placement}; {BAND}" + data.window_note([kernel]),
+                                  _time_and_bandwidth(rows, "library", f"{kernel} {placement}"), curves=_drawn(rows)))
     return figures
 
 
@@ -55,8 +61,9 @@ def placement_comparison(data: ReportData) -> list:
         if mine["placement"].nunique() >= 2:
             figures.append(Figure(f"placement-comparison-{library}", f"{kernel}, {library}: placements",
                                   f"Median {kernel} time and bandwidth against size for every placement "
-                                  f"(nodes x processes per node; off-node placements on one host are emulated).",
-                                  _time_and_bandwidth(mine, "placement", f"{kernel} {library}")))
+                                  f"(nodes x processes per node; off-node placements on one host are emulated); "
+                                  f"{BAND}", _time_and_bandwidth(mine, "placement", f"{kernel} {library}"),
+                                  curves=_drawn(mine)))
     return figures
 
 
@@ -75,7 +82,8 @@ def _kernel_pair(data: ReportData, name: str, title: str, first: str, others: li
                 continue
             figures.append(Figure(f"{name}-{placement}", f"{title}, {placement}",
                                   f"{title}: median time and bandwidth against size per kernel and library, "
-                                  f"placement {placement}.", _time_and_bandwidth(rows, "curve", placement)))
+                                  f"placement {placement}; {BAND}", _time_and_bandwidth(rows, "curve", placement),
+                                  curves=_drawn(rows)))
     return figures or [Skipped(name, title, why)]
 
 
@@ -85,7 +93,8 @@ def _multiples_figure(name: str, title: str, caption: str, rows: pd.DataFrame, b
     kernels = rows["kernel"].nunique()
     return Figure(name, title, caption + f" {rows['curve'].nunique()} curves, more than {MAX_CURVES}: one panel "
                                          f"per kernel ({kernels}), a curve per library.",
-                  lambda: _small_multiples(rows, "kernel", "library", title, bandwidth, ylabel), panels=kernels)
+                  lambda: _small_multiples(rows, "kernel", "library", title, bandwidth, ylabel), panels=kernels,
+                  curves=_drawn(rows))
 
 
 def send_against_ssend(data: ReportData) -> list:
@@ -186,7 +195,7 @@ def _per_placement(data: ReportData, name: str, title: str, tag: str, minimum: i
             continue
         rows = rows.assign(curve=rows["kernel"] + " " + rows["library"])
         if mbps:      # NetPIPE's unit: megabits per second
-            rows = rows.assign(bandwidth_MBps=rows["bandwidth_MBps"] * 8)
+            rows = rows.assign(**{column: rows[column] * 8 for column in BANDWIDTH_COLUMNS})
         if rows["curve"].nunique() > MAX_CURVES:
             figures.append(_multiples_figure(f"{name}-{placement}", f"{title}, {placement}",
                                              caption + data.window_note(rows["kernel"].unique()), rows, bandwidth,
@@ -196,7 +205,7 @@ def _per_placement(data: ReportData, name: str, title: str, tag: str, minimum: i
                               caption + data.window_note(rows["kernel"].unique()),
                               lambda rows=rows, placement=placement: _curves(
                                   rows, "curve", f"{title} {placement}", bandwidth,
-                                  ylabel="throughput (Mbps)" if mbps else None)))
+                                  ylabel="throughput (Mbps)" if mbps else None), curves=_drawn(rows)))
     return figures or [Skipped(name, title, why)]
 
 
@@ -268,7 +277,7 @@ def collective_bounds(data: ReportData) -> list:
         figures.append(Figure(f"collective-bounds-{placement}", f"{title}, {placement}",
                               "Shaded: between the lower bound (back-to-back calls) and the upper bound (each call "
                               "followed by a barrier); lines: the accurate (acknowledged) or root measurement.",
-                              build))
+                              build, curves=_drawn(rows)))
     return figures or [Skipped("collective-bounds", title, why)]
 
 
@@ -301,12 +310,37 @@ PAGES = (("", (library_comparison, placement_comparison, small_messages)),
 FIGURES = tuple(make for _, makers in PAGES for make in makers)
 
 
+def every_curve(data: ReportData, drawn: frozenset) -> list:
+    """Latency and bandwidth against size of every measured curve that no figure in `drawn` draws
+    against size, a figure per placement (small multiples past MAX_CURVES): whatever its shape (one
+    library, one placement, a kernel no family figure takes), a campaign's every curve is drawn."""
+    rows = data.points
+    left = ~pd.Series(list(zip(rows["library"], rows["placement"], rows["kernel"])), index=rows.index).isin(drawn)
+    figures = []
+    for placement, mine in rows[left].groupby("placement", sort=False):
+        mine = mine.assign(curve=mine["kernel"] + " " + mine["library"])
+        name, title = f"curves-{placement}", f"Latency and bandwidth, {placement}"
+        caption = (f"Median time and bandwidth against size of every curve measured in placement {placement} "
+                   f"that no figure above draws; {BAND}" + data.window_note(mine["kernel"].unique()))
+        if mine["curve"].nunique() > MAX_CURVES:
+            figures += [_multiples_figure(f"{name}-time", f"{title}: time", caption, mine, False),
+                        _multiples_figure(f"{name}-bandwidth", f"{title}: bandwidth", caption, mine, True)]
+        else:
+            one_kernel = mine["kernel"].nunique() == 1      # then a curve per library, the kernel in the title
+            label = f"{mine['kernel'].iloc[0]} {placement}" if one_kernel else placement
+            figures.append(Figure(name, title, caption, _time_and_bandwidth(mine, "library" if one_kernel else "curve",
+                                                                             label), curves=_drawn(mine)))
+    return figures
+
+
 def all_figures(data: ReportData) -> list:
-    """Every figure (with its page) and every figure the dataset cannot give (Skipped), in PAGES order."""
+    """Every figure (with its page), in PAGES order, then those of every curve no figure drew
+    (every_curve, on the first page); and every figure the dataset cannot give (Skipped)."""
     items = []
     for page, makers in PAGES:
         for item in (item for make in makers for item in make(data)):
             if isinstance(item, Figure):
                 item.page = page
             items.append(item)
-    return items
+    drawn = frozenset().union(*(item.curves for item in items if isinstance(item, Figure)))
+    return items + every_curve(data, drawn)

@@ -16,7 +16,8 @@ from commbench.report import pages as report_pages
 from commbench.report.backends import build_with
 from commbench.report.comparison_figures import MAX_PANELS
 from commbench.report.comparison_sections import ComparisonSection
-from commbench.report.elements import Figure, Skipped, Table
+from commbench.report.elements import Figure, Skipped, Table, readable
+from commbench.report.glance import Glance, dataset_shape
 from commbench.report.methods import methods_html
 
 STYLE = """
@@ -32,11 +33,40 @@ img.static { max-width: 100%; }
 """
 
 
+def _frame_html(frame) -> str:
+    return readable(frame).to_html(index=False, na_rep="", escape=True)
+
+
 def _table_html(table: Table) -> str:
-    body = ("<p class='caption'>none</p>" if table.frame.empty
-            else table.frame.to_html(index=False, na_rep="", escape=True, float_format=lambda v: f"{v:.4g}"))
+    body = "<p class='caption'>none</p>" if table.frame.empty else _frame_html(table.frame)
     return (f"<h3 id='{table.name}'>{html.escape(table.title)}</h3>"
             f"<p class='caption'>{html.escape(table.caption)}</p>{body}")
+
+
+def _glance_html(glance: Glance | None) -> str:
+    """The report's opening: headline numbers, or what gave no data and why."""
+    if glance is None:
+        return ""
+    parts = ["<h2 id='at-a-glance'>At a glance</h2>"]
+    if glance.no_data is not None:
+        parts.append("<p class='flag'><b>No launch gave data</b>: nothing below was measured. Each row of the "
+                     "campaign, with how many of its launches ended how, and why:</p>")
+        parts.append(_frame_html(glance.no_data) if not glance.no_data.empty else "")
+    else:
+        parts.append("<p class='caption'>Per curve: the median time at its smallest size and its peak bandwidth "
+                     "(the largest of its medians' bandwidths), each with the 95% interval of that median "
+                     "(Methods, Intervals).</p>" + _frame_html(glance.headline))
+    parts += [f"<p>{html.escape(line)}</p>" for line in glance.lines]
+    parts += [f"<p class='flag'><b>Read with care</b>: {html.escape(line)}</p>" for line in glance.warnings]
+    return "".join(parts)
+
+
+def _skipped_html(skipped: list[Skipped]) -> str:
+    """What could not be drawn, in one line: each title with what it needs."""
+    if not skipped:
+        return ""
+    listed = "; ".join(f"{html.escape(s.title)} ({html.escape(s.reason)})" for s in skipped)
+    return f"<p class='skipped'><b>Not drawn</b>, for lack of what they need ({len(skipped)}): {listed}.</p>"
 
 
 def _figure_html(figure: Figure, div: str) -> str:
@@ -64,8 +94,7 @@ def _comparisons_html(sections: list[ComparisonSection], skipped: list[Skipped],
         parts += [f"<p class='skipped'>{html.escape(s.title)}: skipped, {html.escape(s.reason)}</p>"
                   for s in section.skipped]
         table = section.table
-        body = ("<p class='caption'>No size range changed.</p>" if table.frame.empty else
-                table.frame.to_html(index=False, na_rep="", escape=True, float_format=lambda v: f"{v:.3g}"))
+        body = "<p class='caption'>No size range changed.</p>" if table.frame.empty else _frame_html(table.frame)
         parts.append(f"<h4 id='{table.name}'>{html.escape(table.title)}</h4>{body}"
                      f"<p class='caption'>{html.escape(comparison.statement)}</p>")
     parts += [f"<p class='skipped'><b>{html.escape(s.title)}</b>: not compared, {html.escape(s.reason)}</p>"
@@ -103,8 +132,9 @@ def figure_divs(figures: list[Figure], interactive: set[str] | None = None,
 def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], tables: list[Table],
                 provenance: list[Table], title: str, comparisons: list[ComparisonSection] = (),
                 comparisons_skipped: list[Skipped] = (), interactive: set[str] | None = None, image=None,
-                pages: list[tuple[str, str, int]] = ()) -> str:
-    """The report's first page. `pages`: (title, file, figures) of the figure pages it links to."""
+                pages: list[tuple[str, str, int]] = (), glance: Glance | None = None) -> str:
+    """The report's first page, opening with `glance` (commbench.report.glance). `pages`: (title, file,
+    figures) of the figure pages it links to."""
     every_figure = [figure for section in comparisons for figure in section.figures] + list(figures)
     resources, script, divs = figure_divs(every_figure, interactive, image)
     sections = [_figure_html(figure, divs[figure.name]) for figure in figures]
@@ -113,8 +143,6 @@ def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], t
             f"<li><a href='{html.escape(file)}'>{html.escape(name)}</a>: {count} figures</li>"
             for name, file, count in pages) + "</ul>")
     changed = _comparisons_html(list(comparisons), list(comparisons_skipped), divs)
-    skipped_html = "".join(f"<li class='skipped'><b>{html.escape(s.title)}</b>: skipped, {html.escape(s.reason)}</li>"
-                           for s in skipped)
     integrity = next(t for t in tables if t.name == "integrity-errors")
     flags = ""
     if not integrity.frame.empty:
@@ -141,18 +169,19 @@ def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], t
 </head><body>
 <h1>{html.escape(title)}</h1>
 <p class='caption'>{html.escape(config_description(ds))}
-Dataset dims: {html.escape(", ".join(f"{k} {v}" for k, v in ds.sizes.items()))}.
 Report written {datetime.now(timezone.utc).isoformat(timespec="seconds")} from the dataset alone.</p>
+{_glance_html(glance)}
 {flags}
 {changed}
 {notes}
 {methods_html(ds)}
 <h2>Figures</h2>
 {"".join(sections) or "<p>No figure could be drawn from this dataset.</p>"}
-<ul>{skipped_html}</ul>
+{_skipped_html(skipped)}
 <h2>Tables</h2>
 {"".join(_table_html(t) for t in tables)}
 <h2>Provenance</h2>
+<p class='caption'>The dataset: {html.escape(dataset_shape(ds))}.</p>
 {"".join(_table_html(t) for t in provenance)}
 <h3>Campaign configuration</h3><pre>{html.escape(config)}</pre>
 </body></html>

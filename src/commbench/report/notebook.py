@@ -5,19 +5,23 @@ is always the notebook's output.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
+from commbench.io.atomic import write_failure
 from commbench.locations import ROOT
 from commbench.report.document import report_dir
 
 NOTEBOOK = ROOT / "notebooks" / "04-report.ipynb"
 
 
-def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK, baseline=None) -> Path:
+def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK, baseline=None,
+                        **papermill_options) -> Path:
     """Executes notebooks/04-report.ipynb with papermill on `dataset`; the executed copy is kept
     beside the report (report.ipynb) as the record of how it was made. The figures are drawn
     into report.html and figures/ only, not into the executed notebook as well. With `baseline`
-    (another campaign's dataset) the report also compares this campaign against it."""
+    (another campaign's dataset) the report also compares this campaign against it.
+    `papermill_options` go to papermill.execute_notebook (an engine that reports progress, say)."""
     import papermill
 
     from commbench.report.stderr_log import stderr_to
@@ -26,9 +30,15 @@ def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK, bas
     output_dir.mkdir(parents=True, exist_ok=True)
     executed = output_dir / "report.ipynb"
     # The kernel's own warnings (transport, debugger, frozen modules) go to a log, not the terminal.
-    with stderr_to(output_dir / "logs" / "report-kernel.log"):
-        papermill.execute_notebook(str(notebook), str(executed), cwd=str(ROOT), progress_bar=False,
-                                   parameters={"dataset": str(Path(dataset).resolve()),
-                                               "output_dir": str(output_dir.resolve()), "show_figures": False,
-                                               "baseline": str(Path(baseline).resolve()) if baseline else ""})
+    try:
+        with stderr_to(output_dir / "logs" / "report-kernel.log"):
+            papermill.execute_notebook(str(notebook), str(executed), cwd=str(ROOT), progress_bar=False,
+                                       parameters={"dataset": str(Path(dataset).resolve()),
+                                                   "output_dir": str(output_dir.resolve()), "show_figures": False,
+                                                   "baseline": str(Path(baseline).resolve()) if baseline else ""},
+                                       **papermill_options)
+    except OSError as error:
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):   # papermill writing the executed notebook: name it
+            raise write_failure(error, error.filename or executed) from error
+        raise
     return output_dir / "report.html"

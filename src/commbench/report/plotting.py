@@ -15,14 +15,16 @@ WIDTH, HEIGHT = 520, 340
 
 def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=(), ylabel=None,
             points: bool = True) -> hv.Overlay:
-    """Median against size (log-log) per `by` group, with its 95% interval shaded."""
+    """Median time (or the bandwidth from it) against size (log-log) per `by` group, shaded with the
+    95% interval of that median (ReportData.points: `ci_low_us`..., `bandwidth_low_MBps`...)."""
     y, label = ("bandwidth_MBps", "bandwidth (MB/s)") if bandwidth else ("time_us", "time (us)")
     label = ylabel or label
     frame = frame[frame["size"] > 0].sort_values("size")     # a log axis has no zero-byte point
     layers = []
+    band = ["bandwidth_low_MBps", "bandwidth_high_MBps"] if bandwidth else ["ci_low_us", "ci_high_us"]
     for group, rows in frame.groupby(by, sort=True):
-        if not bandwidth:
-            layers.append(hv.Area(rows, "size", ["ci_low_us", "ci_high_us"], label=str(group))
+        if set(band) <= set(rows.columns):
+            layers.append(hv.Area(rows, "size", band, label=str(group))
                           .opts(alpha=0.2, **({"line_alpha": 0} if hv.Store.current_backend == "bokeh"
                                               else {"linewidth": 0})))
         layers += _line_and_points(rows, "size", y, str(group), hover=["library", "placement", "kernel"], points=points)

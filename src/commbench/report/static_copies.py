@@ -9,6 +9,7 @@ from pathlib import Path
 import holoviews as hv
 import matplotlib.pyplot as plt
 
+from commbench.io.atomic import replacing
 from commbench.report.backends import build_with, load_backend
 from commbench.report.elements import Figure
 
@@ -83,7 +84,8 @@ def save_static(figure: Figure, directory: Path) -> list[str]:
     paths = []
     for fmt in STATIC_FORMATS:
         path = directory / f"{figure.name}.{fmt}"
-        drawn.savefig(path, format=fmt, dpi=STATIC_DPI, bbox_inches="tight")
+        with replacing(path) as tmp:   # whole or not at all (a full disk)
+            drawn.savefig(tmp, format=fmt, dpi=STATIC_DPI, bbox_inches="tight")
         paths.append(path.name)
     plt.close(drawn)
     return paths

@@ -15,9 +15,9 @@ import xarray as xr
 
 from commbench.analysis import models
 from commbench.campaign import kernel_of
-from commbench.report.analysis_table import MB, US, ReportData, _rows_of
+from commbench.report.analysis_table import ReportData, _rows_of
 from commbench.report.elements import Skipped, Table
-from commbench.units import format_size
+from commbench.units import MB, US, format_exact_size, format_number, format_seconds, format_size
 
 
 def performance_table(data: ReportData) -> Table | Skipped:
@@ -29,17 +29,17 @@ def performance_table(data: ReportData) -> Table | Skipped:
     if kernel is None:
         return Skipped("performance-table", title, "needs a ping-pong or stream kernel")
     points = data.points
-    fit = data.ds.sel(kernel=[kernel]).commbench.fit("regimes")
+    fit = data.ds.sel(kernel=[kernel]).commbench.fit("regimes", n_boot=data.n_boot)
     rows = []
     for (library, placement), mine in points[points["kernel"] == kernel].groupby(["library", "placement"]):
         smallest, largest = mine.loc[mine["size"].idxmin()], mine.loc[mine["size"].idxmax()]
-        latency = f"latency at {int(smallest['size'])} B (us)"
+        latency = f"latency at {format_size(smallest['size'])} (us)"
         row = {"library": library, "placement": placement,
-               f"{latency}: mean": round(smallest["mean_us"], 3),
-               f"{latency}: P50 (median)": round(smallest["p50_us"], 3),
-               f"{latency}: P90": round(smallest["p90_us"], 3),
-               f"{latency}: P99": round(smallest["p99_us"], 3),
-               f"{kernel} bandwidth at {int(largest['size'])} B (MB/s)": round(largest["bandwidth_MBps"], 1)}
+               f"{latency}: mean": smallest["mean_us"],
+               f"{latency}: P50 (median)": smallest["p50_us"],
+               f"{latency}: P90": smallest["p90_us"],
+               f"{latency}: P99": smallest["p99_us"],
+               f"{kernel} bandwidth at {format_size(largest['size'])} (MB/s)": largest["bandwidth_MBps"]}
         # The switch tables' columns: the catalogue's `table` kernels (streaming bandwidth, the TCP
         # baseline), and the `peak` a copy in memory reaches, against which the achieved bandwidth is judged.
         columns = [(name, name) for name in data.kernels("table") if kernel_of(name) == name]
@@ -52,17 +52,17 @@ def performance_table(data: ReportData) -> Table | Skipped:
                 other = points[(points["kernel"] == other_kernel) & (points["library"] == library)]
             if len(other):
                 top = other.loc[other["size"].idxmax()]
-                row[f"{column} at {int(top['size'])} B (MB/s)"] = round(top["bandwidth_MBps"], 1)
+                row[f"{column} at {format_size(top['size'])} (MB/s)"] = top["bandwidth_MBps"]
                 if peak:
                     best = max(v for k, v in row.items() if "(MB/s)" in k and " peak " not in k)
-                    row[f"best achieved / {column}"] = round(best / top["bandwidth_MBps"], 3)
+                    row[f"best achieved / {column}"] = best / top["bandwidth_MBps"]
         if "latency_s" in fit and np.isfinite(fit["latency_s"].sel(library=library, placement=placement,
                                                                      kernel=kernel)):
             row.update(regime_columns(fit.sel(library=library, placement=placement, kernel=kernel)))
         rows.append(row)
     return Table("performance-table", title,
-                 f"{kernel}. Latency at the smallest size: mean over all samples; P50, P90 and P99 of a typical "
-                 f"launch (the median over launches of each launch's percentile; P50 is the median). Bandwidth: "
+                 f"{kernel}. Latency at the smallest size: mean, P50, P90 and P99 of a typical launch (the median "
+                 f"over launches of each launch's own; P50 is the median). Bandwidth: "
                  f"bytes moved / median time; stream columns where the campaign ran them. Regimes from a "
                  f"piecewise alpha-beta fit (segments chosen by BIC): the first regime's latency, the last "
                  f"regime's asymptotic bandwidth, and between which measured sizes each new regime starts. "
@@ -81,7 +81,7 @@ def regime_columns(cell: xr.Dataset) -> dict:
         "latency, first regime (us) [95%]": _with_interval(cell["latency_s"] / US, cell["latency_interval_s"] / US),
         "bandwidth, last regime (MB/s) [95%]": _with_interval(cell["bandwidth_Bps"] / MB,
                                                               cell["bandwidth_interval_Bps"] / MB),
-        "regime switches": "; ".join(f"between {_exact_size(low)} and {_exact_size(high)}"
+        "regime switches": "; ".join(f"between {format_exact_size(low)} and {format_exact_size(high)}"
                                      for low, high in switches) or "none",
         "Hockney fit": (f"fits: {n_sizes - beyond} of {n_sizes} sizes within noise" if fits
                         else f"does not fit: {beyond} of {n_sizes} sizes beyond noise"),
@@ -92,27 +92,13 @@ def regime_columns(cell: xr.Dataset) -> dict:
     }
 
 
-def _exact_size(size: float) -> str:
-    """format_size where it is exact ('16 KiB'), else bytes ('16381 B', not a rounded '16 KiB'): a
-    switch between 16381 B and 16 KiB must not read as one between 16 KiB and 16 KiB."""
-    text = format_size(size)
-    number, unit = text.split()
-    exact = float(number) * 1024 ** ("B", "KiB", "MiB", "GiB", "TiB").index(unit) == size
-    return text if exact else f"{int(size)} B"
-
-
 def _with_interval(value: xr.DataArray, interval: xr.DataArray) -> str:
     value, (low, high) = float(value), interval.values.astype(float)
     if not np.isfinite(value):
         return "n/a"
     if np.isfinite(low) and np.isfinite(high):
-        return f"{_figure(value)} [{_figure(low)}, {_figure(high)}]"
-    return _figure(value)
-
-
-def _figure(value: float) -> str:
-    """Four significant figures, or a whole number from 1e4 to 1e7 ('15024' MB/s, not '1.502e+04')."""
-    return f"{value:.0f}" if 1e4 <= abs(value) < 1e7 else f"{value:.4g}"
+        return f"{format_number(value)} [{format_number(low)}, {format_number(high)}]"
+    return format_number(value)
 
 
 def halo_speedup_table(data: ReportData) -> Table | Skipped:
@@ -132,9 +118,9 @@ def halo_speedup_table(data: ReportData) -> Table | Skipped:
                                                                                         nonblocking[0])]
         except KeyError:
             continue
-        rows.append({"library": library, "placement": placement, "size (B)": size,
-                     "blocking (us)": round(t_block / US, 2), "non-blocking (us)": round(t_over / US, 2),
-                     "speed-up": round(t_block / t_over, 3)})
+        rows.append({"library": library, "placement": placement, "size": format_size(size),
+                     "blocking (us)": t_block / US, "non-blocking (us)": t_over / US,
+                     "speed-up": t_block / t_over})
     return Table("halo-speedup", title, "Time per Jacobi iteration; speed-up = blocking / non-blocking "
                  "(above 1: the non-blocking swap is faster).", pd.DataFrame(rows))
 
@@ -148,9 +134,9 @@ def multipair_table(data: ReportData) -> Table | Skipped:
     rows = rows[rows["size"] == rows.groupby("kernel")["size"].transform("max")]
     pairs = (rows["nprocs"] // 2).clip(lower=1)
     frame = pd.DataFrame({"library": rows["library"], "kernel": rows["kernel"], "placement": rows["placement"],
-                          "tasks per node": rows["ppn"], "size (B)": rows["size"],
-                          "aggregate (MB/s)": rows["bandwidth_MBps"].round(1),
-                          "per pair (MB/s)": (rows["bandwidth_MBps"] / pairs).round(1)})
+                          "tasks per node": rows["ppn"], "size": rows["size"].map(format_size),
+                          "aggregate (MB/s)": rows["bandwidth_MBps"],
+                          "per pair (MB/s)": rows["bandwidth_MBps"] / pairs})
     return Table("multipair-table", "Bandwidth per tasks per node",
                  "Multi-pair bandwidth at the largest size: all pairs together and per pair.",
                  frame.sort_values(["library", "kernel", "tasks per node"]))
@@ -165,15 +151,6 @@ def all_tables(data: ReportData) -> tuple[list[Table], list[Skipped]]:
 
 
 # ----------------------------------------------------------------------------- tables every report has
-
-def findings_table(data: ReportData) -> Table:
-    findings = data.findings
-    columns = ["library", "placement", "kernel", "kind", "size", "size_low", "size_high", "magnitude", "score",
-               "period", "period_low", "period_high", "modulus", "residue"]
-    frame = findings[[c for c in columns if c in findings]].dropna(axis=1, how="all")
-    return Table("findings", "Findings", "Every packet boundary, protocol switch, alignment effect and spike "
-                 "commbench.analysis.anomalies found (sizes in bytes, magnitude in seconds, score in noise units).", frame)
-
 
 def failed_runs_table(ds: xr.Dataset) -> Table:
     failed = ds.commbench.failed_runs().reset_index()
@@ -205,8 +182,9 @@ def provenance_tables(ds: xr.Dataset) -> list[Table]:
     keys = ("campaign", "campaign_file", "git_commit", "kernel_source_hash", "config_hash", "commbench_version",
             "hosts", "cpu_model", "os", "compilers", "compiler_flags", "build_warnings", "timer_resolution_s",
             "first_launch", "created")
-    run = pd.DataFrame({"key": [k for k in keys if k in ds.attrs], "value": [str(ds.attrs[k]) for k in keys
-                                                                            if k in ds.attrs]})
+    run = pd.DataFrame({"key": [k for k in keys if k in ds.attrs],
+                        "value": [format_seconds(ds.attrs[k]) if k.endswith("_s") else str(ds.attrs[k])
+                                  for k in keys if k in ds.attrs]})
     return [Table("provenance-run", "Campaign and machine", "Recorded in the dataset when it was collected.", run),
             Table("provenance-libraries", "Libraries", "The library axis: each row its own environment and build.",
                   libraries),

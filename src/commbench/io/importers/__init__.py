@@ -1,13 +1,20 @@
-"""Other suites' outputs read as they are: OSU Micro-Benchmarks and IMB output tables.
+"""Other suites' outputs read as they are: OSU Micro-Benchmarks, IMB-MPI1 and NetPIPE 5.
 
-`read_osu(path)` and `read_imb(path, nprocs)` read a file into Measurements (commbench.io.importers.common);
+`read_batch(paths, suite, nprocs)` tries every file of a batch and returns their Measurements
+(commbench.io.importers.common) and a Refusal for each file that cannot be imported;
+`assign_labels` keeps tables of different kinds apart (commbench.io.importers.kinds);
 commbench.data.imported makes them one library row of a dataset.
 """
 
 from __future__ import annotations
 
-from commbench.io.importers.common import ImportFileError, Measurement, placement_shape
+from commbench.io.importers.batch import SUITES, Refusal, read_batch
+from commbench.io.importers.common import (REPORTED, ImportFileError, Measurement, placement_shape,
+                                           reported_meaning)
 from commbench.io.importers.imb import read_imb
+from commbench.io.importers.kinds import assign_labels
+from commbench.io.importers.netpipe import read_netpipe
 from commbench.io.importers.osu import read_osu
 
-__all__ = ["ImportFileError", "Measurement", "placement_shape", "read_imb", "read_osu"]
+__all__ = ["REPORTED", "SUITES", "ImportFileError", "Measurement", "Refusal", "assign_labels", "placement_shape",
+           "read_batch", "read_imb", "read_netpipe", "read_osu", "reported_meaning"]

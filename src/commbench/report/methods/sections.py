@@ -17,11 +17,11 @@ from commbench.data.kernels import kernel_options, recorded_bytes_factor, window
 from commbench.io.conventions import timestamps
 from commbench.report.methods.facts import (NOT_RECORDED, _count, _duration, _Facts, _grouped, _over_launches,
                                             _span)
+from commbench.report.methods.placements import placements_section
 from commbench.units import format_size
 
 # The harness's own names of the timers a campaign's `timer` key chooses (kernels/harness/timer.c).
 TIMER_NAMES = {"mpi_wtime": "MPI_Wtime", "clock_monotonic": "clock_gettime(CLOCK_MONOTONIC)"}
-TRANSPORTS = {"shm": "shared memory", "tcp": "TCP over loopback", "network": "the network between hosts"}
 # Options that shape only some kernels, stated for the kernels that read them (the catalogue's
 # `options`): (campaign key, kernel option, words).
 KERNEL_OPTIONS = (("messages", "messages", "{} messages each way"),
@@ -160,7 +160,46 @@ def _stopping(facts: _Facts) -> Section:
                  "(their `settled` is false).")
     spread = (f"Samples per point: {_span(counts, lambda n: f'{n:.0f}')} (median {np.median(counts):g})."
               if counts.size else "No point was measured.")
-    return Section("Stopping rule", [rule, spread])
+    return Section("Stopping rule", [_timing(facts), rule, spread])
+
+
+# What OSU Micro-Benchmarks 7.4 does, to set the recorded timing beside it (osu_util.h, osu_latency.c).
+OSU_TIMING = ("OSU's osu_latency times one loop of 10,000 iterations (1,000 above 8 KiB) after 100 (10) "
+              "warm-up iterations and reports that loop's mean")
+
+
+def _timing(facts: _Facts) -> str:
+    """How each kernel was timed, as its launches recorded it (the `timing` kernel coordinate)."""
+    recorded = facts.coord("timing", "kernel")
+    timings = {kernel: json.loads(recorded[kernel]) if recorded.get(kernel) else None for kernel in facts.kernels}
+    if all(timing is None for timing in timings.values()):
+        return f"Timing mode: {NOT_RECORDED} (the launches predate its record)."
+    text = f"Timing mode: {_grouped(timings, _describe_timing)}."
+    modes = {timing["timing"] for timing in timings.values() if timing}
+    if "precision" in modes:
+        text += (f" {OSU_TIMING}; the precision timing instead repeats timed batches until the stopping rule "
+                 "below is met, keeps each batch's time per iteration as a sample, and reports the median of the "
+                 "samples, which a slow outlier moves less than the mean.")
+    if "osu" in modes:
+        text += (" With the osu timing every timed iteration is its own sample (two timer calls around it, as OSU "
+                 "does), so a point's mean is OSU's number; its timer calls are part of each sample.")
+    return text
+
+
+def _describe_timing(timing: dict) -> str:
+    """'osu: 10000 iterations after 1000 warm-up, above 8 KiB 100 after 10' or 'precision: ...'."""
+    if timing["timing"] == "osu":
+        small = f"{timing['iterations']} iterations after {timing['warmup']} warm-up"
+        large = timing.get("large_above")
+        if large is None or (timing["iterations_large"], timing["warmup_large"]) == (timing["iterations"],
+                                                                                     timing["warmup"]):
+            return f"osu ({small} at every size)"
+        return (f"osu ({small} up to {format_size(large)}, {timing['iterations_large']} after "
+                f"{timing['warmup_large']} above)")
+    iterations = timing.get("iterations") or 0
+    counted = (f"{iterations} timed iterations per size in batches" if iterations
+               else "as many calibrated batches as the stopping rule takes")
+    return f"precision ({timing.get('warmup', 0)} warm-up iterations, then {counted})"
 
 
 def _launches(facts: _Facts) -> Section:
@@ -180,7 +219,7 @@ def _launches(facts: _Facts) -> Section:
              "number)" if shuffle else "Sizes were measured in schedule order" if shuffle is False
              else f"Order of sizes within a launch: {NOT_RECORDED}")
     shuffled = _launches_out_of_order(ds)
-    if shuffled is not None:
+    if shuffled is not None and shuffled[1]:
         order += (f"; the recorded order (`position`) is not ascending size in {shuffled[0]} of {shuffled[1]} "
                   "launches")
     paragraphs.append(order + ".")
@@ -197,7 +236,7 @@ def _launches_out_of_order(ds: xr.Dataset) -> tuple[int, int] | None:
     if "position" not in ds:
         return None
     position = ds["position"].transpose("library", "placement", "kernel", "launch", "size").values
-    runs = position.reshape(-1, position.shape[-1])
+    runs = position.reshape(-1, position.shape[-1]) if position.size else []
     out_of_order = considered = 0
     for run in runs:
         measured = run[run >= 0]
@@ -208,78 +247,8 @@ def _launches_out_of_order(ds: xr.Dataset) -> tuple[int, int] | None:
 
 
 def _placements(facts: _Facts) -> Section:
-    ds = facts.ds
-    coords = {name: facts.coord(name, "placement") for name in
-              ("nodes", "ppn", "nprocs", "transport", "emulated", "network_rate", "mtu")}
-    items = []
-    for placement in (str(p) for p in ds["placement"].values):
-        get = {name: values.get(placement) for name, values in coords.items()}
-        shape = (f"{get['nodes']} node(s) x {get['ppn']} ranks per node" if get["nodes"] is not None
-                 else f"shape {NOT_RECORDED}")
-        transport = TRANSPORTS.get(get["transport"], get["transport"] or NOT_RECORDED)
-        parts = [shape, f"transport: {transport}"]
-        if get["emulated"]:
-            parts.append("more than one node emulated on one host")
-        rate, mtu = get["network_rate"], get["mtu"]
-        if rate is not None and np.isfinite(rate):
-            parts.append(_link(rate, mtu))
-        parts.append(f"hosts: {_distinct(facts, 'hosts', placement)}")
-        parts.append(f"CPUs each rank could run on (rank by rank, as the launches recorded): "
-                     f"{_distinct(facts, 'cpu_binding', placement, ' | ')}")
-        items.append(f"{placement}: {'; '.join(parts)}.")
-    emulated = [p for p, e in coords["emulated"].items() if e]
-    paragraphs = [_emulation(facts, emulated)] if emulated else []
-    paragraphs.append("Each placement, with the CPUs each rank was allowed to run on as every launch recorded "
-                      "them (the affinity the launcher gave it: one CPU each where ranks were bound to cores):")
+    paragraphs, items = placements_section(facts)
     return Section("Placements, binding and emulation", paragraphs, items)
-
-
-def _link(rate_bits: float, mtu) -> str:
-    from commbench.launch.netem import expected_goodput_bytes_per_s
-
-    goodput = expected_goodput_bytes_per_s(f"{rate_bits:.0f}bit", int(mtu)) / 1e6 if mtu else None
-    return (f"emulated link: loopback in a private network namespace with a tc tbf rate limit of "
-            f"{rate_bits / 1e6:g} Mbit/s and MTU {int(mtu) if mtu else NOT_RECORDED} B"
-            + (f" (bulk TCP payload at most {goodput:.4g} MB/s after IP and TCP headers)" if goodput else ""))
-
-
-def _distinct(facts: _Facts, name: str, placement: str, separator: str = "") -> str:
-    """The distinct values a per-launch record took in a placement's launches that gave data."""
-    ds = facts.ds
-    if name not in ds or "status" not in ds:
-        return NOT_RECORDED
-    ok = (ds["status"].sel(placement=placement) == "ok").values
-    values = Counter(str(v) for v in ds[name].sel(placement=placement).values[ok] if str(v))
-    if not values:
-        return NOT_RECORDED
-    show = (lambda v: separator.join(v.split())) if separator else str
-    if len(values) == 1:
-        return show(next(iter(values)))
-    return ", ".join(f"{show(value)} ({n} launches)" for value, n in values.most_common())
-
-
-def _emulation(facts: _Facts, placements: list[str]) -> str:
-    from commbench.launch.families import FAMILIES, Unsupported
-
-    how = []
-    rows = zip(facts.coord("family", "library").values(), facts.coord("library_version", "library").values())
-    for name, version_text in sorted({(str(f), str(v)) for f, v in rows}):
-        family = FAMILIES.get(name)
-        if family is None:
-            continue
-        library = {"family": name, "device": family.parse_device(version_text)}
-        try:
-            env = family.emulated_network_env(library, None)
-        except Unsupported as refusal:
-            how.append(f"{family.display_name} rows: {refusal}")
-            continue
-        how.append(f"{family.display_name} rows with " + ", ".join(f"{k}={v}" for k, v in env.items())
-                   + (f" (device {library['device']})" if library["device"] else ""))
-    stated = "; ".join(dict.fromkeys(how)) if how else f"library families {NOT_RECORDED}"
-    return (f"Emulated placements ({', '.join(placements)}): on one host, ranks of different nodes were made to "
-            f"take each library's network path over loopback by commbench's launcher: {stated}. A library row's "
-            "own settings win over these; the exact variables of each launch are in its raw record, not in the "
-            "dataset.")
 
 
 def _buffers(facts: _Facts) -> Section:
@@ -305,21 +274,22 @@ def _buffers(facts: _Facts) -> Section:
 
 def _statistics(facts: _Facts) -> Section:
     from commbench.analysis.compare import ONE_LAUNCH_FACTOR, ONE_LAUNCH_FLOOR, compare
-    from commbench.report.analysis_table import ReportData
 
     ds = facts.ds
-    n_boot = inspect.signature(ReportData).parameters["n_boot"].default
     launches = ds.sizes["launch"]
-    interval = (f"a 95% percentile bootstrap interval of the mean over launches (the launches' means "
-                f"resampled {n_boot} times): how far another launch could move the result"
-                if launches > 1 else
-                "a 95% normal interval of the mean over the samples (mean -+ 1.96 sd / sqrt(n)); with one launch "
-                "it cannot show how launches differ, often the larger variation")
+    per_point = facts.measured.sum("launch").values
+    per_point = per_point[per_point > 0]
     factors = _bandwidth_factors(facts)
     paragraphs = [
-        "Curves show per point the median over launches of each launch's median (with one launch, its sample "
-        f"median), shaded with {interval}. Bandwidth is the bytes a unit moves over that median, in MB/s "
-        f"(1e6 B/s); the bytes are the size times {factors}.",
+        "Nothing is pooled across launches, whose sample counts the stopping rule makes very different: every "
+        "statistic is computed per launch, and a point's median, mean, P50, P90 and P99 are each the median over "
+        "its launches of every launch's own value (its minimum the smallest of them). Curves draw that median, "
+        "shaded with the 95% interval of the same median. "
+        + (f"Launches per point here: {_span(per_point, lambda n: f'{n:.0f}')}. " if per_point.size
+           else "No point was measured. ")
+        + f"{_band(per_point)} Bandwidth is the bytes a unit moves "
+        f"over that median, in MB/s (1e6 B/s), its interval from the median's; the bytes are the size times "
+        f"{factors}.",
     ]
     rows = [str(v) for v in ds["library"].values]
     if len(rows) > 1 or facts.config.get("compare"):
@@ -342,6 +312,19 @@ def _statistics(facts: _Facts) -> Section:
             f"the change to exceed {ONE_LAUNCH_FACTOR:g} within-launch relative interquartile ranges and "
             f"{ONE_LAUNCH_FLOOR:.0%}. {basis}.")
     return Section("Intervals and verdicts", paragraphs)
+
+
+def _band(per_point: np.ndarray) -> str:
+    """What the band around a curve is, for the launch counts its points have."""
+    one = ("With one launch the band is that launch's distribution-free interval of its median (order "
+           "statistics n/2 -+ 1.96 sqrt(n)/2); it cannot show how launches differ, often the larger variation.")
+    several = ("With several launches the launch is the unit: the band is the median -+ t(L-1) sqrt(pi/2) sd / "
+               "sqrt(L) on the logarithms of the L launches' medians (sqrt(pi/2): a median's standard error over "
+               "a mean's, from three launches on), and never narrower than a typical launch's own interval of its "
+               "median; the line lies inside it by construction.")
+    if not per_point.size:
+        return ""
+    return " ".join(([one] if (per_point == 1).any() else []) + ([several] if (per_point > 1).any() else []))
 
 
 def _bandwidth_factors(facts: _Facts) -> str:

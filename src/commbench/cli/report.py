@@ -1,0 +1,84 @@
+"""`commbench report CAMPAIGN|DATASET`: the report notebook run with papermill, a line per cell as it
+finishes with the time since the start (the report takes from ten seconds to minutes), and its
+duration kept for the campaign's estimates (commbench.launch.progress)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+
+from papermill.engines import NBClientEngine, papermill_engines
+
+from commbench.cli.datasets import open_dataset
+from commbench.launch.progress import record_stage, stage_estimate_s
+from commbench.units import format_duration
+
+ENGINE = "commbench-cell-progress"
+PREFIX = "[report]"    # what `commbench run` picks out of the report rule's log
+
+
+class CellProgressEngine(NBClientEngine):
+    """papermill's own engine, calling `on_cell(cell, index, cells)` after each cell it has executed
+    (`cells`: the notebook's, with the one papermill added for the parameters)."""
+
+    @classmethod
+    def execute_managed_notebook(cls, nb_man, kernel_name, on_cell=None, **kwargs):
+        if on_cell is not None:
+            complete = nb_man.cell_complete
+
+            def cell_complete(cell, cell_index=None, **more):
+                complete(cell, cell_index=cell_index, **more)
+                on_cell(cell, cell_index, nb_man.nb.cells)
+
+            nb_man.cell_complete = cell_complete
+        return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+
+papermill_engines.register(ENGINE, CellProgressEngine)
+
+
+def cell_label(source: str, width: int = 70) -> str:
+    """What a cell does, in a few words: its first comment, else its first assignment, else its first
+    line of code that is no import."""
+    lines = [line.strip() for line in source.splitlines() if line.strip()]
+    comment = next((line.lstrip("#").strip() for line in lines if line.startswith("#")), "")
+    code = [line for line in lines if not line.startswith(("#", "import ", "from ", "%"))]
+    assignment = next((line for line in code if re.match(r"^[\w, ]+ = ", line)), "")
+    label = comment or assignment or (code[0] if code else "(empty)")
+    return label if len(label) <= width else label[:width - 3] + "..."
+
+
+def report(args) -> int:
+    from commbench.report import baseline_warnings, run_report_notebook
+    from commbench.report.notebook import NOTEBOOK
+
+    path, ds = open_dataset(args.target)
+    source = Path(ds.encoding.get("source", path))
+    curves = ds.sizes["library"] * ds.sizes["placement"] * ds.sizes["kernel"]
+    ds.close()
+    baseline = None
+    if args.baseline:
+        baseline_path, baseline_ds = open_dataset(args.baseline)
+        baseline = Path(baseline_ds.encoding.get("source", baseline_path))
+        baseline_ds.close()
+        for line in baseline_warnings(source, baseline):
+            print(f"commbench report: warning: measured differently: {line}", file=sys.stderr)
+    print(f"{PREFIX} {path}: {NOTEBOOK.name} with papermill, about "
+          f"{format_duration(stage_estimate_s('report', curves))}", flush=True)
+    start = args.started
+
+    def on_cell(cell, index, cells):
+        if cell.cell_type != "code":
+            return
+        code = [i for i, c in enumerate(cells) if c.cell_type == "code"]
+        print(f"{PREFIX} cell {code.index(index) + 1}/{len(code)}, {format_duration(time.monotonic() - start)}: "
+              f"{cell_label(cell.source)}", flush=True)
+
+    html = run_report_notebook(source, args.output_dir, baseline=baseline, engine_name=ENGINE, on_cell=on_cell)
+    elapsed = time.monotonic() - start
+    record_stage("report", curves, elapsed)
+    print(f"report: {html} ({format_duration(elapsed)})", flush=True)
+    return 0
+

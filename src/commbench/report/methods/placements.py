@@ -1,0 +1,139 @@
+"""The Methods section's placements: each placement's shape, how its nodes were made (one node, real
+hosts, virtual nodes on one host, or one host's loopback), the transport, the links' rate and MTU, the
+hosts, the environment commbench's launcher set and the CPUs each rank could run on, every one read
+from what the dataset recorded (`emulation`, `transport`, `network_rate`, `mtu`, `switch_rate` on
+the placement; `hosts`, `launch_env`, `cpu_binding` per launch); what it lacks is NOT_RECORDED."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+
+from commbench.report.methods.facts import NOT_RECORDED, _Facts
+
+# What each way of emulating nodes on one host is (commbench.launch.plan), in the words a reader needs.
+EMULATIONS = {
+    "namespaces": ("their nodes were virtual nodes on one host, each a network namespace with its own hostname, "
+                   "address and CPUs, linked through a bridge, so that each library took its own path between "
+                   "hosts, as between real ones"),
+    "loopback": ("their nodes shared one host, each library forced onto its network path over loopback by the "
+                 "environment commbench's launcher set (listed with each placement)"),
+}
+
+
+def placements_section(facts: _Facts):
+    """(paragraphs, items): what the placements' emulations are, then one item per placement."""
+    ds = facts.ds
+    coords = {name: facts.coord(name, "placement") for name in
+              ("nodes", "ppn", "transport", "emulated", "emulation", "network_rate", "mtu", "switch_rate")}
+    items = [f"{placement}: {'; '.join(_placement(facts, placement, {k: v.get(placement) for k, v in coords.items()}))}."
+             for placement in (str(p) for p in ds["placement"].values)]
+    # A placement no launch of which gave data recorded nothing of how it ran.
+    emulated = {p: coords["emulation"].get(p) or "" for p, e in coords["emulated"].items()
+                if e and _ok_launches(facts, "status", p) != []}
+    paragraphs = []
+    for kind, words in EMULATIONS.items():
+        named = [p for p, how in emulated.items() if how == kind]
+        if named:
+            paragraphs.append(f"Emulated placements ({', '.join(named)}): {words}.")
+    unknown = [p for p, how in emulated.items() if how not in EMULATIONS]
+    if unknown:
+        paragraphs.append(f"Emulated placements ({', '.join(unknown)}): more than one node on one host; how the "
+                          f"nodes were emulated: {NOT_RECORDED} (no launch of the placement recorded it).")
+    paragraphs.append("Each placement, with what its launches recorded: the hosts, the environment variables "
+                      "commbench's launcher set (a library row's own settings among them) and the CPUs each rank "
+                      "was allowed to run on (one CPU each where ranks were bound to cores):")
+    return paragraphs, items
+
+
+def _placement(facts: _Facts, placement: str, get: dict) -> list[str]:
+    parts = [f"{get['nodes']} node(s) x {get['ppn']} ranks per node" if get["nodes"] is not None
+             else f"shape {NOT_RECORDED}"]
+    transport, emulation = get["transport"], get["emulation"] or ""
+    if _ok_launches(facts, "status", placement) == []:
+        # The placement's coordinates then say what was asked for, not how anything ran.
+        return parts + [f"no launch gave data, so how it ran is {NOT_RECORDED}"]
+    if get["emulated"] is None and transport is None:
+        parts.append(f"transport: {NOT_RECORDED}")
+    elif get["emulated"]:
+        how = {"namespaces": "virtual nodes on one host", "loopback": "one host's loopback"}.get(emulation)
+        parts.append(f"nodes emulated as {how}" if how else f"nodes emulated on one host, how: {NOT_RECORDED}")
+        between = {"namespaces": "between the virtual nodes", "loopback": "over loopback"}.get(emulation, "")
+        parts.append(f"transport: {_transport(transport)} {between}".rstrip())
+    elif transport == "network":
+        parts.append("on separate hosts; transport: the network between them")
+    else:
+        parts.append(f"on one node; transport: {_transport(transport)}")
+    link = _link(get["network_rate"], get["mtu"], emulation)
+    if link:
+        parts.append(link)
+    if _finite(get["switch_rate"]):
+        parts.append(f"every node's link into one emulated switch of {get['switch_rate'] / 1e6:g} Mbit/s, which all "
+                     "pairs of nodes share")
+    parts.append(f"hosts: {_distinct(facts, 'hosts', placement)}")
+    parts.append(f"environment set: {_environment(facts, placement)}")
+    parts.append(f"CPUs each rank could run on (rank by rank): {_distinct(facts, 'cpu_binding', placement, ' | ')}")
+    return parts
+
+
+def _transport(transport) -> str:
+    return {"shm": "shared memory", "tcp": "TCP", "network": "the network"}.get(transport, transport or NOT_RECORDED)
+
+
+def _finite(value) -> bool:
+    return value is not None and np.isfinite(value) and value > 0
+
+
+def _link(rate_bits, mtu, emulation: str) -> str:
+    """The emulated link's rate and MTU, where the placement has one ('' where it has none)."""
+    if not _finite(rate_bits):
+        return ""
+    from commbench.launch.netem import expected_goodput_bytes_per_s
+
+    goodput = expected_goodput_bytes_per_s(f"{rate_bits:.0f}bit", int(mtu)) / 1e6 if mtu else None
+    where = {"namespaces": "each virtual node's link", "loopback": "the loopback of a private network namespace"}
+    return (f"{where.get(emulation, 'the emulated link')} limited to {rate_bits / 1e6:g} Mbit/s (a token bucket "
+            f"both directions share) with MTU {f'{int(mtu)} B' if mtu else NOT_RECORDED}"
+            + (f" (bulk TCP payload at most {goodput:.4g} MB/s after IP and TCP headers)" if goodput else ""))
+
+
+def _ok_launches(facts: _Facts, name: str, placement: str):
+    """(library, value) of every launch of the placement that gave data, for a per-launch record."""
+    ds = facts.ds
+    if name not in ds or "status" not in ds:
+        return None
+    status = ds["status"].sel(placement=placement).transpose("library", "kernel", "launch").values
+    values = ds[name].sel(placement=placement).transpose("library", "kernel", "launch").values
+    libraries = [str(v) for v in ds["library"].values]
+    return [(libraries[index[0]], str(values[index])) for index in zip(*np.nonzero(status == "ok"))]
+
+
+def _distinct(facts: _Facts, name: str, placement: str, separator: str = "") -> str:
+    """The distinct values a per-launch record took in a placement's launches that gave data."""
+    launches = _ok_launches(facts, name, placement)
+    values = Counter(value for _, value in launches or () if value)
+    if not values:
+        return NOT_RECORDED
+    show = (lambda v: separator.join(v.split())) if separator else str
+    if len(values) == 1:
+        return show(next(iter(values)))
+    return ", ".join(f"{show(value)} ({n} launches)" for value, n in values.most_common())
+
+
+def _environment(facts: _Facts, placement: str) -> str:
+    """The variables commbench's launcher set, per library row where the rows differ: 'none' where it
+    set none, NOT_RECORDED where the launches did not record it (older datasets)."""
+    launches = _ok_launches(facts, "launch_env", placement)
+    if not launches:
+        return NOT_RECORDED
+    by_library: dict[str, set[str]] = {}
+    for library, recorded in launches:
+        words = NOT_RECORDED if not recorded else (
+            ", ".join(f"{k}={v}" for k, v in sorted(json.loads(recorded).items())) or "none")
+        by_library.setdefault(library, set()).add(words)
+    described = {library: " or ".join(sorted(words)) for library, words in by_library.items()}
+    if len(set(described.values())) == 1:
+        return next(iter(described.values()))
+    return "; ".join(f"{library}: {words}" for library, words in described.items())
