@@ -337,3 +337,5 @@ def test_the_timing_mode_is_stated_as_the_launches_recorded_it(workspace, built,
     # stream.uni with a window of 8 is osu_bw's kind of test: OSU's warm-up 10 up to 8 KiB, 2 above.
     assert "Timing mode: osu (30 iterations after 10 warm-up up to 8 KiB, 30 after 2 above) for every kernel." in osu
     assert "every timed iteration is its own sample" in osu and "calibrated batches" not in osu
+    for text in (precision, osu):        # what OSU's two timer calls per iteration cost, as measured here
+        assert "timer's cost" in text and "an empty timed region took" in text.split("Timing mode:")[1].split("\n")[0]

@@ -176,13 +176,17 @@ def _timing(facts: _Facts) -> str:
         return f"Timing mode: {NOT_RECORDED} (the launches predate its record)."
     text = f"Timing mode: {_grouped(timings, _describe_timing)}."
     modes = {timing["timing"] for timing in timings.values() if timing}
+    overhead = facts.per_run("harness_overhead_s")
+    timer_cost = (f" (an empty timed region took {_span(overhead, _duration)} here, as each launch measured)"
+                  if overhead.size else "")
     if "precision" in modes:
-        text += (f" {OSU_TIMING}; the precision timing instead repeats timed batches until the stopping rule "
-                 "below is met, keeps each batch's time per iteration as a sample, and reports the median of the "
-                 "samples, which a slow outlier moves less than the mean.")
+        text += (f" {OSU_TIMING}, every iteration between two timer calls whose cost it includes{timer_cost}; the "
+                 "precision timing instead repeats timed batches until the stopping rule below is met, keeps each "
+                 "batch's time per iteration as a sample (the timer's cost spread over the batch), and reports "
+                 "the median of the samples, which a slow outlier moves less than the mean.")
     if "osu" in modes:
         text += (" With the osu timing every timed iteration is its own sample (two timer calls around it, as OSU "
-                 "does), so a point's mean is OSU's number; its timer calls are part of each sample.")
+                 f"does), so a point's mean is OSU's number, the timer's cost included{timer_cost}.")
     return text
 
 
