@@ -6,6 +6,7 @@
     summary TARGET          latency and bandwidth table of a campaign's dataset
     report TARGET           regenerate report.html and figures/ from a dataset
     compare BASE CAND       what changed between two datasets, where, by how much, is it real
+    bisect BASE CAND        the first release of one MPI family between the two that shows a change
     history TARGET          what changed from one rerun of a campaign to the next
     export TARGET           a dataset as a tidy table
     import-osu|-imb|-netpipe  other suites' outputs as a dataset

@@ -67,6 +67,31 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     compare.add_argument("--output", help="write the table of changed size ranges (.csv or .json)")
     compare.set_defaults(verb=_verb("compare", "compare"))
 
+    bisect = verbs.add_parser(
+        "bisect", help="the first release of one MPI family between BASELINE and CANDIDATE that shows a change: "
+                       "each step a small campaign of one release against the baseline, halving the range")
+    bisect.add_argument("baseline", help="installation spec of the release without the change (envs/mpi/<name>.yaml, "
+                                         "e.g. mpich-4.3.2)")
+    bisect.add_argument("candidate", help="installation spec of the release with it (e.g. mpich-5.0.2)")
+    bisect.add_argument("--kernel", help="the kernel to watch (e.g. pingpong.send)")
+    bisect.add_argument("--placement", action="append", default=[], metavar="NAME",
+                        help="a placement to watch, named <nodes>N<ppn>P (e.g. 1N2P; repeatable)")
+    bisect.add_argument("--sizes", help="message sizes to watch, comma-separated (e.g. 8,1Ki)")
+    bisect.add_argument("--cells", metavar="TABLE", help="watch the changed ranges of a table commbench compare "
+                                                         "--output wrote (.csv or .json) instead")
+    bisect.add_argument("--launches", type=int, default=3, help="launches a side per step (default 3)")
+    bisect.add_argument("--min-effect", type=float, default=0.05,
+                        help="smallest relative change compare reports (default 0.05)")
+    bisect.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    bisect.add_argument("--directory", default=".", help="the workflow's working directory: the steps' results/, "
+                                                         "the shared build/ and bisect/ (default: here)")
+    bisect.add_argument("--json", action="store_true",
+                        help="print the steps and the answer as JSON (progress then goes to standard error)")
+    bisect.add_argument("--snakemake", default="", metavar="ARGS",
+                        help="arguments passed on to Snakemake for every step, in one word "
+                             "(e.g. --snakemake '--cores 2 --config build_dir=/scratch/build')")
+    bisect.set_defaults(verb=_verb("bisect", "bisect"))
+
     history = verbs.add_parser(
         "history", help="what changed from one rerun of a campaign to the next (results/<campaign>/history/)")
     history.add_argument("target", help="results/<campaign>, its dataset (.nc) or the campaign file")
