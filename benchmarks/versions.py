@@ -5,8 +5,10 @@
 For each row: whether its environment and kernels built (and with how many compiler
 warnings), whether each placement launched, the 8 B ping-pong latency (median, half round
 trip) on-node and emulated off-node, and the 1 MiB bandwidth (size / median time, MB/s =
-1e6 B/s). A row that did not build or launch says why instead. Exits 1 when any row or
-launch gave no data.
+1e6 B/s). A row that did not build or launch says why instead. Then, where the campaign has
+them, MPI-4's kernels: each one's 8 B time on node beside its MPI-3 twin's, or `unsupported` and
+the build's reason. Exits 1 when any row or launch gave no data (an MPI-4 kernel's `unsupported`
+excepted: that is what the matrix shows).
 """
 
 import sys
@@ -16,11 +18,15 @@ import numpy as np
 from commbench import open_campaign
 
 SMALL, LARGE = 8, 1 << 20
+# MPI-4 kernels and the MPI-3 kernel each is held against.
+MPI4_TWINS = {"pingpong.persistent": "pingpong.send", "pingpong.partitioned": "pingpong.send",
+              "coll.bcast_init": "coll.bcast", "coll.allreduce_init": "coll.allreduce"}
 
 
 def main(path: str) -> int:
     ds = open_campaign(path)
-    median = ds.commbench.summary(ci=False)["median"].sel(kernel="pingpong.send")
+    medians = ds.commbench.summary(ci=False)["median"]
+    median = medians.sel(kernel="pingpong.send")
     status = ds["status"].sel(kernel="pingpong.send")
     header = (f"{'library':<16}{'version':<10}{'launcher':<9}{'built':<7}{'warn':>5}  {'launched':<14}"
               f"{'8 B on (us)':>12}{'8 B off (us)':>13}{'1 MiB on (MB/s)':>16}{'1 MiB off (MB/s)':>17}")
@@ -51,7 +57,38 @@ def main(path: str) -> int:
             if state not in ("ok", "env_failed", "build_failed"):
                 why = str(ds["reason"].sel(library=lib, placement=placement, kernel="pingpong.send").values.ravel()[0])
                 print(f"    {placement} {state}: {why[:300]}")
+    complete &= mpi4_matrix(ds, medians)
     return 0 if complete else 1
+
+
+def mpi4_matrix(ds, medians) -> bool:
+    """Prints where each MPI-4 kernel of the campaign was measured; False if one failed otherwise than
+    unsupported."""
+    kernels = [k for k in MPI4_TWINS if k in ds.kernel.values]
+    if not kernels or "1N2P" not in ds.placement.values:
+        return True
+    print(f"\nMPI-4 kernels, {SMALL} B on node (1N2P): median time, and its ratio to the MPI-3 twin's")
+    print(f"{'library':<16}" + "".join(f"{k:>24}" for k in kernels))
+    complete, reasons = True, {}
+    for lib in ds.library.values:
+        if str(ds["library_status"].sel(library=lib).values) != "ok":
+            continue
+        cells = []
+        for kernel in kernels:
+            state = str(ds["status"].sel(library=lib, placement="1N2P", kernel=kernel).values.ravel()[0])
+            if state == "ok":
+                time = float(medians.sel(library=lib, placement="1N2P", kernel=kernel, size=SMALL))
+                twin = float(medians.sel(library=lib, placement="1N2P", kernel=MPI4_TWINS[kernel], size=SMALL))
+                cells.append(f"{time * 1e6:.2f} us ({time / twin:.2f}x)" if np.isfinite(time) else "no data")
+            else:
+                cells.append(state)
+                complete &= state == "unsupported"
+                why = str(ds["reason"].sel(library=lib, placement="1N2P", kernel=kernel).values.ravel()[0])
+                reasons.setdefault(why[:200], []).append(f"{lib} {kernel}")
+        print(f"{lib:<16}" + "".join(f"{c:>24}" for c in cells))
+    for why, where in reasons.items():
+        print(f"    {', '.join(where)}: {why}")
+    return complete
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@
  * --method root (reduce, gather, gatherv): the time the root spends in the call
  *     when every other rank has already entered it.
  * Sizes are bytes per rank and destination: Alltoall's size is what each rank
- * sends to every other rank, as the reports define it. */
+ * sends to every other rank, as the reports define it.
+ * The persistent twins (MPI-4: coll.bcast_init, coll.allreduce_init) are measured by the same methods, each
+ * call an MPI_Start and MPI_Wait of a request made once per size. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,10 @@ struct coll {
     MPI_Datatype type;   /* the data's type; reductions need an arithmetic one */
     int *counts, *displs;
     double *half_ack;    /* per rank: half the median round trip of a zero-byte message with rank 0 */
+#if CB_MPI4_CALLS
+    MPI_Request persistent;   /* the persistent twins' request, for persistent_count elements */
+    int persistent_count;
+#endif
 };
 
 static struct coll coll;
@@ -39,6 +45,9 @@ static const char *coll_setup(struct cb_context *ctx, size_t max_size)
     coll.displs = malloc((size_t)ctx->nprocs * sizeof(int));
     coll.half_ack = calloc((size_t)ctx->nprocs, sizeof(double));
     if (!coll.counts || !coll.displs || !coll.half_ack) return "cannot allocate the count arrays";
+#if CB_MPI4_CALLS
+    coll.persistent = MPI_REQUEST_NULL;
+#endif
     ctx->state = &coll;
     return NULL;
 }
@@ -48,11 +57,36 @@ void coll_teardown(struct cb_context *ctx)
     free(coll.counts);
     free(coll.displs);
     free(coll.half_ack);
+#if CB_MPI4_CALLS
+    if (coll.persistent != MPI_REQUEST_NULL) MPI_Request_free(&coll.persistent);
+#endif
     ctx->state = NULL;
 }
 
 enum coll_op { BCAST, SCATTER, SCATTERV, SCAN, REDUCE, GATHER, GATHERV, ALLREDUCE, ALLGATHER,
-               ALLGATHERV, ALLTOALL, ALLTOALLV, REDUCE_SCATTER, BARRIER };
+               ALLGATHERV, ALLTOALL, ALLTOALLV, REDUCE_SCATTER, BARRIER,
+#if CB_MPI4_CALLS
+               BCAST_INIT, ALLREDUCE_INIT,
+#endif
+};
+
+#if CB_MPI4_CALLS
+/* A persistent twin's call: its request is made where the size changes (in the size's warm-up; every rank
+ * makes it at the same call, as a collective needs), then started and waited for. */
+static void start_persistent(struct cb_context *ctx, enum coll_op op, void *send, void *recv, int count)
+{
+    if (coll.persistent == MPI_REQUEST_NULL || coll.persistent_count != count) {
+        if (coll.persistent != MPI_REQUEST_NULL) MPI_Request_free(&coll.persistent);
+        if (op == BCAST_INIT)
+            MPI_Bcast_init(send, count, coll.type, 0, ctx->comm, MPI_INFO_NULL, &coll.persistent);
+        else
+            MPI_Allreduce_init(send, recv, count, coll.type, MPI_SUM, ctx->comm, MPI_INFO_NULL, &coll.persistent);
+        coll.persistent_count = count;
+    }
+    MPI_Start(&coll.persistent);
+    MPI_Wait(&coll.persistent, MPI_STATUS_IGNORE);
+}
+#endif
 
 /* One call of the operation with `size` bytes per rank (and per destination). */
 static void call(struct cb_context *ctx, enum coll_op op, size_t size)
@@ -82,6 +116,10 @@ static void call(struct cb_context *ctx, enum coll_op op, size_t size)
         break;
     case REDUCE_SCATTER: MPI_Reduce_scatter(send, recv, coll.counts, t, MPI_SUM, comm); break;
     case BARRIER: MPI_Barrier(comm); break;
+#if CB_MPI4_CALLS
+    case BCAST_INIT:
+    case ALLREDUCE_INIT: start_persistent(ctx, op, send, recv, count); break;
+#endif
     }
 }
 
@@ -164,7 +202,13 @@ static double root_time(struct cb_context *ctx, enum coll_op op, size_t size, lo
     return in_call / (double)iterations;
 }
 
-static int is_fan_out(enum coll_op op) { return op == BCAST || op == SCATTER || op == SCATTERV; }
+static int is_fan_out(enum coll_op op)
+{
+#if CB_MPI4_CALLS
+    if (op == BCAST_INIT) return 1;
+#endif
+    return op == BCAST || op == SCATTER || op == SCATTERV;
+}
 
 static double measure(struct cb_context *ctx, size_t size, long iterations, enum coll_op op)
 {
@@ -202,7 +246,7 @@ static const char *check_method(struct cb_context *ctx, size_t max_size, int acc
 {
     const char *m = ctx->params.method;
     if (m && strcmp(m, "accurate") == 0 && !accurate_ok)
-        return "--method accurate exists for bcast, scatter, scatterv and scan only (use lower and upper bounds)";
+        return "--method accurate exists for bcast, bcast_init, scatter, scatterv and scan only (use lower and upper bounds)";
     if (m && strcmp(m, "root") == 0 && !root_ok) return "--method root exists for reduce, gather and gatherv only";
     return coll_setup(ctx, max_size);
 }
@@ -237,3 +281,7 @@ COLL(coll_alltoall, ALLTOALL)
 COLL(coll_alltoallv, ALLTOALLV)
 COLL(coll_reduce_scatter, REDUCE_SCATTER)
 COLL(coll_barrier, BARRIER)
+#if CB_MPI4_CALLS
+COLL(coll_bcast_init, BCAST_INIT)
+COLL(coll_allreduce_init, ALLREDUCE_INIT)
+#endif

@@ -11,6 +11,17 @@ enum cb_recv_mode { CB_RECV, CB_IRECV, CB_IPROBE, CB_ANY_TAG, CB_ANY_SOURCE };
 
 #define CB_INLINE static inline __attribute__((always_inline))
 
+/* MPI-4's persistent collectives and partitioned communication (MPI_Bcast_init, MPI_Psend_init, ...):
+ * in every MPI 4.0 mpi.h, and in Open MPI 5's, which has them but still says MPI 3.1. A family's MPI-4
+ * kernels are compiled only where this is 1; elsewhere the catalogue reports them unavailable. */
+#if MPI_VERSION >= 4
+#define CB_MPI4_CALLS 1
+#elif defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+#define CB_MPI4_CALLS 1
+#else
+#define CB_MPI4_CALLS 0
+#endif
+
 CB_INLINE void cb_send_one(struct cb_context *ctx, const void *buf, int count, int peer,
                            enum cb_send_mode mode)
 {

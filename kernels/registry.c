@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "harness/catalogue.h"
+#include "harness/options.h"
 #include "harness/suggest.h"
 
 /* Every function the catalogue names, declared weak; no_setup and no_teardown are never defined. */
@@ -68,12 +69,30 @@ double cb_bytes_moved(const struct cb_kernel *k, size_t size, int nprocs)
     return factor * (double)size * cb_per_count(k->bytes_moved.per, nprocs);
 }
 
-int cb_kernel_tagged(const struct cb_kernel *k, const char *tag)
+/* Whether a space-separated list (NULL: none) holds `word`. */
+static int has_word(const char *words, const char *word)
 {
-    size_t len = strlen(tag);
-    for (const char *p = k->tags ? strstr(k->tags, tag) : NULL; p; p = strstr(p + 1, tag))
-        if ((p == k->tags || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0')) return 1;
+    size_t len = strlen(word);
+    for (const char *p = words ? strstr(words, word) : NULL; p; p = strstr(p + 1, word))
+        if ((p == words || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0')) return 1;
     return 0;
+}
+
+int cb_kernel_tagged(const struct cb_kernel *k, const char *tag) { return has_word(k->tags, tag); }
+
+const char *cb_check_kernel_sizes(const struct cb_kernel *k, const struct cb_params *params, const size_t *sizes,
+                                  size_t n, size_t type_size, char *error, size_t len)
+{
+    if (!has_word(k->options, "partitions")) return NULL;
+    size_t unit = type_size * (size_t)params->partitions;
+    for (size_t i = 0; i < n; i++)
+        if (sizes[i] % unit) {
+            snprintf(error, len, "size %zu: %s sends %d equal partitions (--partitions) of whole %zu-byte elements: "
+                     "every size must be a multiple of %zu bytes", sizes[i], k->name, params->partitions, type_size,
+                     unit);
+            return error;
+        }
+    return NULL;
 }
 
 int cb_reads_as_bandwidth(const struct cb_kernel *k, int window)

@@ -53,6 +53,9 @@ struct cb_kernel {
     const char *options;  /* the kernel options (--help) it reads, separated by spaces (NULL: none) */
     const char *tags;     /* what the report groups it with, separated by spaces (NULL: none) */
     int mpi_major, mpi_minor;   /* the MPI version its calls need (0: any) */
+    /* Its MPI calls come from several threads at once: commbench-kernels asks MPI_Init_thread for
+     * MPI_THREAD_MULTIPLE for it alone (the others keep MPI_Init's level, which costs no locks). */
+    int thread_multiple;
     /* Its code, in kernels/<family>.c; NULL where the family was not built (the catalogue tool, or a
      * library whose mpi.h is older than mpi_major.mpi_minor or that the family did not compile with). */
     cb_run_fn *run;
@@ -77,6 +80,11 @@ void cb_describe_kernels(FILE *out, int built_mpi_major, int built_mpi_minor);
 /* One kernel's description as a JSON object (no newline), as in --describe. */
 void cb_describe_kernel(FILE *out, const struct cb_kernel *kernel, int built_mpi_major, int built_mpi_minor);
 
+/* NULL, or why one of the sizes cannot be measured by this kernel with these options (`error` holds it): a
+ * kernel that reads --partitions cuts each message into that many equal partitions of whole elements. */
+struct cb_params;
+const char *cb_check_kernel_sizes(const struct cb_kernel *kernel, const struct cb_params *params, const size_t *sizes,
+                                  size_t n, size_t type_size, char *error, size_t len);
 /* Whether the kernel's tags include `tag`. */
 int cb_kernel_tagged(const struct cb_kernel *kernel, const char *tag);
 /* 1, the ranks or the pairs of ranks on `nprocs` ranks. */

@@ -27,6 +27,8 @@ static int needs(int ranks, int argc, char **argv)
         error = "no sizes: the schedule between -m's MIN and MAX is empty";
     if (!error && !(kernel = cb_runnable_kernel(o.kernel, ranks, 0, problem, sizeof problem))) error = problem;
     if (!error) error = cb_check_sizes(sizes, nsizes, cb_datatype_size(o.datatype), problem, sizeof problem);
+    if (!error) error = cb_check_kernel_sizes(kernel, &o.params, sizes, nsizes, cb_datatype_size(o.datatype), problem,
+                                              sizeof problem);
     if (error) {
         fprintf(stderr, "commbench-kernels: %s\n", error);
         free(sizes);

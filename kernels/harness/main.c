@@ -77,6 +77,8 @@ static int run_kernel(struct cb_context *ctx, int argc, char **argv)
     ctx->datatype = datatype_of(o.datatype);
     ctx->type_size = cb_datatype_size(o.datatype);
     if (!error) error = cb_check_sizes(sizes, nsizes, ctx->type_size, problem_text, sizeof problem_text);
+    if (!error) error = cb_check_kernel_sizes(kernel, &o.params, sizes, nsizes, ctx->type_size, problem_text,
+                                              sizeof problem_text);
     if (error) {
         if (ctx->rank == 0) fprintf(stderr, "commbench-kernels: %s\n", error);
         free(sizes);

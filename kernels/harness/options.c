@@ -16,7 +16,7 @@ enum {
     OPT_SCHEDULE = 256, OPT_SIZES, OPT_RSE, OPT_MIN_SAMPLES, OPT_MAX_SAMPLES, OPT_MAX_POINT_TIME,
     OPT_MIN_SAMPLE_TIME, OPT_TIMER, OPT_LIST, OPT_JSON, OPT_OSU, OPT_TIMING, OPT_PER_OCTAVE, OPT_PERTURBATION,
     OPT_STEP, OPT_SHUFFLE, OPT_PRINT_SIZES, OPT_CACHE, OPT_CACHE_SIZE, OPT_ALIGN, OPT_DATATYPE, OPT_INTEGRITY,
-    OPT_INJECT_FAULT, OPT_HANG_AFTER, OPT_WINDOW, OPT_WINDOW_BUFFERS, OPT_MESSAGES, OPT_PIECES, OPT_RMA_SYNC,
+    OPT_INJECT_FAULT, OPT_HANG_AFTER, OPT_WINDOW, OPT_WINDOW_BUFFERS, OPT_MESSAGES, OPT_PIECES, OPT_PARTITIONS, OPT_RMA_SYNC,
     OPT_HALO, OPT_NODES, OPT_PROC_GRID, OPT_METHOD, OPT_SCRATCH, OPT_IO_SYNC, OPT_DROP_CACHE, OPT_DESCRIBE,
 };
 
@@ -47,6 +47,7 @@ static const struct option LONG_OPTIONS[] = {
     {"window-buffers", required_argument, 0, OPT_WINDOW_BUFFERS},
     {"messages", required_argument, 0, OPT_MESSAGES},
     {"pieces", required_argument, 0, OPT_PIECES},
+    {"partitions", required_argument, 0, OPT_PARTITIONS},
     {"rma-sync", required_argument, 0, OPT_RMA_SYNC},
     {"halo", required_argument, 0, OPT_HALO},
     {"nodes", required_argument, 0, OPT_NODES},
@@ -255,7 +256,7 @@ const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum c
         .warmup = 10, .rse_target = 0.01, .min_samples = 10, .max_samples = 500,
         .max_point_time_s = 5.0, .min_sample_time_s = 1e-4, .timer = CB_TIMER_MPI_WTIME,
         .shuffle_seed = -1, .hang_after = -1, .cache_mode = "reuse", .datatype = "byte",
-        .params = {.window = 64, .messages = 8, .pieces = 4, .sync = "fence", .halo = "blocking", .nodes = 1,
+        .params = {.window = 64, .messages = 8, .pieces = 4, .partitions = 4, .sync = "fence", .halo = "blocking", .nodes = 1,
                    .scratch = NULL},
     };
     int c;
@@ -307,6 +308,7 @@ const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum c
         case OPT_WINDOW_BUFFERS: problem = choice(o, c, optarg, sharing, &window_buffers); break;
         case OPT_MESSAGES: problem = whole_int(o, c, optarg, 1, 4096, &o->params.messages); break;
         case OPT_PIECES: problem = whole_int(o, c, optarg, 1, 4096, &o->params.pieces); break;
+        case OPT_PARTITIONS: problem = whole_int(o, c, optarg, 1, CB_MAX_PARTITIONS, &o->params.partitions); break;
         case OPT_RMA_SYNC: problem = choice(o, c, optarg, syncs, &o->params.sync); break;
         case OPT_HALO: problem = choice(o, c, optarg, halos, &o->params.halo); break;
         case OPT_NODES: problem = whole_int(o, c, optarg, 1, INT_MAX, &o->params.nodes); break;

@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* --partitions: at most this many (each partition has its own thread). */
+#define CB_MAX_PARTITIONS 256
+
 /* Kernel parameters from the command line (see --help); a kernel reads those it uses. */
 struct cb_params {
     int window;          /* stream, rma: messages in flight per iteration (default 64; rma 1) */
@@ -13,6 +16,7 @@ struct cb_params {
                           * one for all (osu_bw, osu_mbw_mr and NetPIPE post a window on one buffer) */
     int messages;        /* multipingpong: messages of one size each way (default 8) */
     int pieces;          /* pieces: the message is sent as this many pieces (default 4) */
+    int partitions;      /* pingpong.partitioned: equal partitions of a message, a thread each (default 4) */
     const char *sync;    /* rma: fence | lock | flush */
     const char *halo;    /* halo: blocking | nonblocking */
     int nodes;           /* placement: ranks are block-mapped, nprocs / nodes per node */

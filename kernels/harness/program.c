@@ -27,7 +27,13 @@ int main(int argc, char **argv)
         if (launched_rank() == 0) cb_answer(action);
         return 0;
     }
-    MPI_Init(&argc, &argv);
+    const struct cb_kernel *kernel = o.kernel ? cb_find_kernel(o.kernel) : NULL;
+    if (kernel && kernel->thread_multiple) {
+        int provided;   /* the kernel's set-up refuses a level below what it needs, with the level it got */
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     int status = commbench_run(MPI_COMM_WORLD, argc, argv);
     MPI_Finalize();
     return status;

@@ -96,13 +96,14 @@ void cb_write_run_record(FILE *out, const struct cb_options *o, const struct cb_
                  "\"min_samples\":%d,\"max_samples\":%d,\"max_point_time_s\":%.6g,"
                  "\"min_sample_time_s\":%.6g,\"cache\":\"%s\",\"buffer_bytes\":%zu,\"align\":%zu,"
                  "\"datatype\":\"%s\",\"integrity\":%s,\"inject_fault\":%s,\"window\":%d,\"window_buffers\":\"%s\","
-                 "\"messages\":%d,\"pieces\":%d,\"rma_sync\":\"%s\",\"halo\":\"%s\",\"nodes\":%d,"
+                 "\"messages\":%d,\"pieces\":%d,\"partitions\":%d,\"rma_sync\":\"%s\",\"halo\":\"%s\",\"nodes\":%d,"
                  "\"proc_grid\":[%d,%d],\"method\":\"%s\",\"io_sync\":%s,\"drop_cache\":%s}}\n",
             o->shuffle_seed, o->timing == CB_TIMING_OSU ? "osu" : "precision", warmup[0], iterations[0], warmup[1],
             iterations[1], large_above, o->rse_target, o->min_samples,
             o->max_samples, o->max_point_time_s, o->min_sample_time_s, o->cache_mode, buffer_bytes,
             o->align, o->datatype, o->integrity ? "true" : "false", o->inject_fault ? "true" : "false",
-            o->params.window, o->params.distinct_window ? "distinct" : "shared", o->params.messages, o->params.pieces, o->params.sync, o->params.halo,
+            o->params.window, o->params.distinct_window ? "distinct" : "shared", o->params.messages, o->params.pieces,
+            o->params.partitions, o->params.sync, o->params.halo,
             o->params.nodes, o->params.proc_grid[0], o->params.proc_grid[1],
             o->params.method ? o->params.method : "default", o->params.io_sync ? "true" : "false",
             o->params.drop_cache ? "true" : "false");

@@ -67,6 +67,8 @@ void cb_usage(FILE *out)
           "                        the default with --integrity, which cannot check overwritten data)\n"
           "  --messages N          multipingpong: messages each way (8)\n"
           "  --pieces K            pieces: the message is sent as K pieces (4)\n"
+          "  --partitions K        pingpong.partitioned: K equal partitions, a thread each (4);\n"
+          "                        every size a multiple of K elements\n"
           "  --rma-sync NAME       rma.put/get: fence | lock | flush (fence)\n"
           "  --halo NAME           halo.jacobi2d: blocking | nonblocking (blocking)\n"
           "  --proc-grid PXxPY     halo.jacobi2d: process grid (default MPI_Dims_create)\n"
