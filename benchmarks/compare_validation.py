@@ -1,106 +1,142 @@
-"""`make validate` (compare): false calls and recall of commbench.analysis.compare on synthetic campaigns.
+"""`make validate` (compare): false calls and recall of commbench.analysis.compare, and of the
+launches-until-decided rule (commbench.analysis.sequential), on synthetic campaigns run in rounds.
 
 Each campaign: two library rows (baseline, candidate) x 5 kernels x 20 sizes (1 B .. 512 KiB) =
-100 cells, with heavy-tailed samples (Student t, 3 degrees of freedom, 1% rare delays),
-launch-to-launch shifts of 3% common to a launch and 1% per point: the within-launch spread is a
-fraction of the launch-to-launch one, as on real nodes.
+100 cells, run in rounds (round r runs launch r of every curve, in a random order per round), with
+heavy-tailed samples (Student t, 3 degrees of freedom, 1% rare delays) and launch-to-launch shifts
+of 3% common to a launch and 1% per point: the within-launch spread is a fraction of the
+launch-to-launch one, as on real nodes. Drift, for every row alike: none; round 1 15% slower; or a
+ramp that makes the last launch of the campaign 30% slower than the first.
 
-- A/A: baseline and candidate are two draws of one truth; a comparison with any `improved` or
-  `regressed` cell is a false alarm. 100 comparisons per launch count.
+- A/A: baseline and candidate are two draws of one truth; in a comparison with any `improved` or
+  `regressed` cell every call is false, so the false discovery rate is the share of comparisons
+  with a call. The paired test (by round) and the unpaired one on the same campaigns.
 - Planted: the candidate is slower (even repetitions) or faster (odd ones) by a factor over
-  1 KiB .. 16 KiB of every kernel (25 of the 100 cells). Recall: planted cells called in the right
-  direction; false discovery rate: the share of the calls that are wrong (unplanted cells or the
-  wrong direction), averaged over the repetitions; range: the share of kernels whose changed
-  ranges are exactly the planted one.
-Run: .venv/bin/python benchmarks/compare_validation.py [--repeats N]
+  1 KiB .. 16 KiB of every kernel (25 of the 100 cells), with the ramp drift. Recall: planted cells
+  called in the right direction; FDR: the share of the calls that are wrong (unplanted cells or the
+  wrong direction), averaged over the repetitions.
+- Adaptive: rounds added one at a time from MIN_ROUNDS until sequential.after_round says stop (at
+  most MAX_ROUNDS): recall, FDR and the mean rounds used, and the A/A false discovery rate under
+  this optional stopping.
+Run: .venv/bin/python benchmarks/compare_validation.py [--repeats N] [--planted-repeats N]
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 
 import numpy as np
 
+from commbench.analysis.sequential import after_round
 from commbench.data import synthetic as syn
-from commbench.analysis.ranges import changed_ranges
 
 KERNELS = ("pingpong.send", "pingpong.ssend", "stream.uni", "multipair.stream", "collectives.bcast")
 SIZES = syn.powers_of_two(1, 512 * 1024)
 PLANTED = (1024, 16384)
+IN_RANGE = (SIZES >= PLANTED[0]) & (SIZES <= PLANTED[1])
 TRUTH = syn.GroundTruth(2e-6, 5e9, switches=(syn.Switch(16384, 4e-6, 8e9),))
 NOISE = syn.Noise(relative=0.01, tail_df=3, outlier_fraction=0.01, outlier_scale=3,
                   launch_relative=0.03, launch_point_relative=0.01)
-EFFECTS = (0.03, 0.05, 0.10, 0.30, 1.0)
-LAUNCHES = (1, 3, 5)
+DRIFTS = {"none": syn.Drift(), "round 1 15% slower": syn.Drift(slow_round=1, slow_factor=1.15),
+          "ramp to 30% slower": syn.Drift(ramp=0.3)}
+EFFECTS = (0.05, 0.10, 0.30)
+ROUNDS = (3, 5, 8)
+MIN_ROUNDS, MAX_ROUNDS = 3, 8
+CALLED = ("improved", "regressed")
 
 
-def campaign(seed: int, launches: int, factor: float = 1.0):
+def campaign(seed: int, rounds: int, factor: float = 1.0, drift: syn.Drift = DRIFTS["none"]):
     curves = {}
     for k, kernel in enumerate(KERNELS):
         for side, name in enumerate(("baseline", "candidate")):
-            curve = syn.generate(SIZES, TRUTH, NOISE, n_samples=40, n_launches=launches,
+            curve = syn.generate(SIZES, TRUTH, NOISE, n_samples=40, n_launches=rounds,
                                  seed=seed * 1000 + 10 * k + side)
             if name == "candidate" and factor != 1.0:
                 curve = syn.with_change(curve, factor, *PLANTED)
             curves[name, "1N2P", kernel] = curve
-    return syn.campaign_dataset(curves)
+    return syn.in_rounds(curves, drift, seed)
+
+
+def scores(verdict: np.ndarray, slower: bool) -> tuple[float, float]:
+    """(recall of the planted cells, false discovery proportion of the calls) of a kernel x size verdict."""
+    right = (verdict == ("regressed" if slower else "improved")) & IN_RANGE
+    called = np.isin(verdict, CALLED)
+    return right.sum() / (len(KERNELS) * IN_RANGE.sum()), (called & ~right).sum() / max(called.sum(), 1)
+
+
+def by_kernel(verdict) -> np.ndarray:
+    return np.asarray(verdict.transpose("kernel", "size", ...).values).reshape(len(KERNELS), -1)
 
 
 def a_a(repeats: int) -> None:
-    print(f"A/A: {repeats} comparisons of two draws of one 100-cell campaign, min_effect 5%, FDR 5%")
-    print(f"  {'launches':>8} {'false alarms':>13} {'false cells':>12} {'unchanged':>10} {'inconclusive':>13}")
-    for launches in LAUNCHES:
-        alarms = false_cells = unchanged = inconclusive = 0
-        for seed in range(repeats):
-            verdict = campaign(seed, launches).commbench.compare(baseline="baseline", candidate="candidate")["verdict"]
-            called = int(np.isin(verdict.values, ("improved", "regressed")).sum())
-            alarms += called > 0
-            false_cells += called
-            unchanged += int((verdict.values == "unchanged").sum())
-            inconclusive += int((verdict.values == "inconclusive").sum())
-        cells = repeats * 100
-        print(f"  {launches:>8} {alarms:>9} /{repeats:<3} {false_cells:>7} /{cells:<4} {unchanged / cells:>10.1%} "
-              f"{inconclusive / cells:>13.1%}")
+    print(f"A/A with drift: {repeats} comparisons of two draws of one 100-cell campaign per row, min_effect 5%, "
+          "FDR 5%: share of comparisons with any call (= false discovery rate)")
+    print(f"  {'drift':<20} {'rounds':>6} {'paired':>7} {'unpaired':>9}")
+    for name, drift in DRIFTS.items():
+        for rounds in (3, 5):
+            alarms = {True: 0, False: 0}
+            for seed in range(repeats):
+                ds = campaign(seed, rounds, drift=drift)
+                for paired in alarms:
+                    verdict = ds.commbench.compare(baseline="baseline", candidate="candidate",
+                                                   pair_by_round=paired)["verdict"]
+                    alarms[paired] += bool(np.isin(verdict.values, CALLED).any())
+            print(f"  {name:<20} {rounds:>6} {alarms[True] / repeats:>7.1%} {alarms[False] / repeats:>9.1%}")
 
 
 def planted(repeats: int) -> None:
     print(f"Planted change over {PLANTED[0]} B .. {PLANTED[1]} B of each kernel (25 of 100 cells), slower and "
-          f"faster in turn, {repeats} comparisons per row, min_effect 5%")
-    print(f"  {'effect':>6} {'launches':>8} {'recall':>7} {'FDR':>6} {'range exact':>12}")
-    in_range = (SIZES >= PLANTED[0]) & (SIZES <= PLANTED[1])
+          f"faster in turn, ramp drift, paired test, {repeats} comparisons per row, min_effect 5%")
+    print(f"  {'effect':>6} {'rounds':>6} {'recall':>7} {'FDR':>6}")
     for effect in EFFECTS:
-        for launches in LAUNCHES:
-            hits = wrong = calls = exact = 0
-            fdp = []
+        for rounds in ROUNDS:
+            recall, fdp = [], []
             for seed in range(repeats):
                 slower = seed % 2 == 0
-                factor = 1 + effect if slower else 1 / (1 + effect)
-                result = campaign(10_000 + seed, launches, factor).commbench.compare(baseline="baseline",
-                                                                                     candidate="candidate")
-                verdict = result["verdict"].transpose("kernel", "size", ...).values.reshape(len(KERNELS), -1)
-                right = "regressed" if slower else "improved"
-                called = np.isin(verdict, ("improved", "regressed"))
-                correct = (verdict == right) & in_range
-                hits += int(correct.sum())
-                wrong_here = int((called & ~correct).sum())
-                wrong += wrong_here
-                calls += int(called.sum())
-                fdp.append(wrong_here / max(int(called.sum()), 1))
-                ranges = changed_ranges(result)
-                exact += sum(1 for kernel in KERNELS if [(r.size_from, r.size_to) for r in
-                                                         ranges[ranges["kernel"] == kernel].itertuples()] == [PLANTED])
-            planted_cells = repeats * len(KERNELS) * int(in_range.sum())
-            print(f"  {effect:>6.0%} {launches:>8} {hits / planted_cells:>7.1%} {np.mean(fdp):>6.1%} "
-                  f"{exact / (repeats * len(KERNELS)):>12.1%}")
+                ds = campaign(10_000 + seed, rounds, 1 + effect if slower else 1 / (1 + effect), DRIFTS["ramp to 30% slower"])
+                hit, false = scores(by_kernel(ds.commbench.compare(baseline="baseline", candidate="candidate")["verdict"]),
+                                    slower)
+                recall.append(hit)
+                fdp.append(false)
+            print(f"  {effect:>6.0%} {rounds:>6} {np.mean(recall):>7.1%} {np.mean(fdp):>6.1%}")
+
+
+def adaptive(repeats: int) -> None:
+    print(f"Adaptive: rounds from {MIN_ROUNDS} until decided, at most {MAX_ROUNDS} (Pocock-type alpha spending, "
+          f"commbench.analysis.sequential), ramp drift, {repeats} campaigns per row")
+    print(f"  {'effect':>6} {'recall':>7} {'FDR':>6} {'mean rounds':>12} {'at max':>7}")
+    for effect in (0.0, *EFFECTS):
+        recall, fdp, used = [], [], []
+        for seed in range(repeats):
+            slower = seed % 2 == 0
+            factor = 1 + effect if slower else 1 / (1 + effect)
+            full = campaign(20_000 + seed, MAX_ROUNDS, factor, DRIFTS["ramp to 30% slower"])
+            for rounds in range(MIN_ROUNDS, MAX_ROUNDS + 1):
+                decision = after_round(full.isel(launch=slice(0, rounds)), "baseline", "candidate",
+                                       min_rounds=MIN_ROUNDS, max_rounds=MAX_ROUNDS)
+                if not decision.more:
+                    break
+            verdict = by_kernel(decision.verdict)
+            hit, false = scores(verdict, slower)
+            recall.append(hit)
+            fdp.append(false if effect else float(np.isin(verdict, CALLED).any()))
+            used.append(decision.rounds)
+        shown = f"{np.mean(recall):>7.1%}" if effect else f"{'-':>7}"
+        print(f"  {effect:>6.0%} {shown} {np.mean(fdp):>6.1%} {np.mean(used):>12.2f} "
+              f"{np.mean(np.array(used) == MAX_ROUNDS):>7.0%}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=100, help="A/A comparisons per launch count")
-    parser.add_argument("--planted-repeats", type=int, default=20, help="comparisons per planted row")
+    parser.add_argument("--repeats", type=int, default=60, help="A/A comparisons per row")
+    parser.add_argument("--planted-repeats", type=int, default=20, help="comparisons per planted or adaptive row")
     args = parser.parse_args()
+    start = time.perf_counter()
     a_a(args.repeats)
     planted(args.planted_repeats)
+    adaptive(args.planted_repeats)
+    print(f"({time.perf_counter() - start:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,25 @@ def write_campaign(directory: Path, text: str, name: str = "c.yaml") -> Path:
     return path
 
 
+SMALL_CAMPAIGN = """\
+campaign: {name}
+libraries:
+  mpich-5.0.2: {{mpi: mpich-5.0.2}}
+placements: [{{name: 1N2P, nodes: 1, ppn: 2}}]
+kernels:
+  pingpong.send: {{sizes: {{list: [8, 1Ki]}}}}
+launches: {launches}
+precision: {{rse: 0.2, min_samples: 3, max_samples: 30, max_point_time: {max_point_time}}}
+timeout: {timeout}
+"""
+
+
+def small_campaign(name: str, *, launches: int = 1, timeout: int = 60, max_point_time: float = 0.5) -> str:
+    """The smallest real campaign, as YAML text: MPICH on one node, pingpong.send at 8 B and 1 KiB, loose
+    precision. Tests that need a campaign to run, stop or refuse start from it."""
+    return SMALL_CAMPAIGN.format(name=name, launches=launches, timeout=timeout, max_point_time=max_point_time)
+
+
 def campaign_error(directory: Path, text: str) -> str:
     """The message a campaign file is refused with, as `commbench validate` checks it (the schema, then
     its kernels against the catalogue); it must begin with the file's path."""

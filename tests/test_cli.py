@@ -25,7 +25,7 @@ from commbench.io.netcdf import write_dataset
 from commbench.launch.catalogue import catalogue
 from commbench.units import format_size, format_us
 
-from conftest import LIBRARIES, interruptible, write_campaign
+from conftest import LIBRARIES, interruptible, small_campaign, write_campaign
 from test_compare import campaign as two_rows
 from test_reliability import leftovers, no_leftovers
 
@@ -241,17 +241,6 @@ def test_a_file_that_is_no_dataset_is_one_line_naming_it(tmp_path, capsys, verb)
 
 # ----------------------------------------------------------------------------- run, on real MPI
 
-SMALL = """
-    campaign: {name}
-    libraries:
-      mpich-5.0.2: {{mpi: mpich-5.0.2}}
-    placements: [{{name: 1N2P, nodes: 1, ppn: 2}}]
-    kernels:
-      pingpong.send: {{sizes: {{list: [8, 1Ki]}}}}
-    launches: 2
-    precision: {{rse: 0.2, min_samples: 3, max_samples: 30, max_point_time: 0.5}}
-    timeout: {timeout}
-"""
 STRICT = ["--config", "strict_build=" + ",".join(LIBRARIES)]     # the tests' builds (conftest.workflow_command)
 
 
@@ -262,7 +251,7 @@ def commbench_run(workspace: Path, campaign: Path, *args: str) -> list[str]:
 def test_run_shows_snakemakes_error_without_its_chatter(tmp_path, capsys):
     """A --config override the campaign's schema refuses: the workflow stops before any job, and the
     console has Snakemake's error message and where its whole output is, nothing else of it."""
-    campaign = write_campaign(tmp_path, SMALL.format(name="refused", timeout=60))
+    campaign = write_campaign(tmp_path, small_campaign("refused", launches=2, timeout=60))
     code, out, err = run_cli(capsys, "run", campaign, "--directory", tmp_path, "--config", "launches=0")
     log = tmp_path / "results" / "refused" / "logs" / "snakemake.log"
     assert code == 1 and out == f"campaign refused: 2 launches; Snakemake's output: {log}\n"
@@ -274,7 +263,7 @@ def test_run_shows_snakemakes_error_without_its_chatter(tmp_path, capsys):
 
 @pytest.mark.mpi
 def test_run_shows_progress_not_snakemake_and_ends_with_the_summary(workspace, built, tmp_path):
-    campaign = write_campaign(workspace / "config" / "campaigns", SMALL.format(name="runverb", timeout=60),
+    campaign = write_campaign(workspace / "config" / "campaigns", small_campaign("runverb", launches=2, timeout=60),
                               "runverb.yaml")
     done = subprocess.run(commbench_run(workspace, campaign), cwd=tmp_path, capture_output=True, text=True,
                           timeout=600, env={**os.environ, "COMMBENCH_CACHE": str(tmp_path / "cache")})
@@ -305,7 +294,7 @@ def test_run_shows_progress_not_snakemake_and_ends_with_the_summary(workspace, b
 def test_ctrl_c_stops_a_run_and_leaves_nothing_running(workspace, built, tmp_path):
     from test_reliability import leftovers, no_leftovers
 
-    text = SMALL.format(name="runstop", timeout=120).replace(
+    text = small_campaign("runstop", launches=2, timeout=120).replace(
         "pingpong.send: {sizes: {list: [8, 1Ki]}}",
         "pingpong.send@hang: {sizes: {list: [8, 1Ki]}, test_hang_after: 1}")
     campaign = write_campaign(workspace / "config" / "campaigns", text, "runstop.yaml")

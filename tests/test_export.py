@@ -1,6 +1,7 @@
 """`commbench export`: a dataset as a tidy table, one row per measured point and launch, with the
 statistics of its samples and the report's bandwidth."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +14,10 @@ from commbench.io.netcdf import write_dataset
 from commbench.data.export import export, points_table
 from commbench.report import ReportData
 from commbench.data.imported import import_files
+from commbench.interactive import append_to_campaign
 
 OSU = Path(__file__).parent / "data" / "osu-7.4"
+IMB = Path(__file__).parent / "data" / "imb" / "IMB-MPI1-mpich-5.0.2-np2.txt"
 KEYS = ["library", "placement", "kernel", "size", "launch"]
 
 
@@ -94,6 +97,71 @@ def test_the_format_follows_the_output_and_a_wrong_one_is_refused(tmp_path, caps
     assert "invalid choice: 'xlsx'" in capsys.readouterr().err
 
 
+def file_rows(path: Path) -> np.ndarray:
+    """The numbers of an OSU output, read from its lines of numbers alone."""
+    return np.array([[float(x) for x in line.split()] for line in path.read_text().splitlines()
+                     if line[:1].isdigit()])
+
+
+@pytest.fixture(scope="module")
+def imported_rows():
+    """Two imported rows of one dataset: OSU 7.4's osu_latency -z, and IMB-MPI1's seven benchmarks
+    (t_min, t_avg, t_max) under a long row name, appended as a user brings old results in."""
+    osu = import_files([OSU / "osu_latency-z-openmpi-5.0.11-1N2P.txt"], "osu", "openmpi-5.0.11", "1N2P",
+                       kernel="pingpong.send")
+    imb = import_files([IMB], "imb", "mpich-5.0.2", "1N2P")
+    return append_to_campaign(osu, imb, library="mpich-5.0.2 (IMB-MPI1 2021.11, imported from an older run)")
+
+
+def test_imported_rows_carry_what_their_files_reported(imported_rows, tmp_path):
+    table = points_table(imported_rows)
+    osu = table[table["library"] == "openmpi-5.0.11"].set_index("size")
+    numbers = file_rows(OSU / "osu_latency-z-openmpi-5.0.11-1N2P.txt")
+    for i, column in enumerate(["avg_latency", "p50_latency", "p90_latency", "p99_latency"], start=1):
+        np.testing.assert_array_equal(osu.loc[numbers[:, 0].astype(int), f"reported_{column}_s"], numbers[:, i] * 1e-6)
+    np.testing.assert_array_equal(osu["mean_s"], osu["reported_avg_latency_s"])     # the sample is OSU's Avg
+    assert osu["suite_metric"].str.startswith("osu_latency: ").all() and not osu["partial"].any()
+    assert osu[["reported_t_min_s", "reported_t_max_s"]].isna().all().all()          # OSU prints no t_min
+    # IMB's three statistics of a collective beside commbench's one value per size (t_max).
+    imb = table[table["library"].str.startswith("mpich-5.0.2 (IMB-MPI1")]
+    allreduce = imb[imb["kernel"] == "coll.allreduce"]
+    reported = imported_rows["reported"].sel(library=imb["library"].iloc[0], placement="1N2P",
+                                             kernel="coll.allreduce", launch=0)
+    for column in ("t_min_s", "t_avg_s", "t_max_s"):
+        np.testing.assert_array_equal(allreduce[f"reported_{column}"],
+                                      reported.sel(size=allreduce["size"].values, reported_column=column))
+    assert (allreduce["reported_t_min_s"] <= allreduce["reported_t_max_s"]).all()
+    np.testing.assert_array_equal(allreduce["mean_s"], allreduce["reported_t_max_s"])
+    assert set(table["imported"]) == {True}
+    # Written and read back: the same numbers, the same columns.
+    dataset = tmp_path / "old.nc"
+    write_dataset(imported_rows, dataset, keep_previous=False)
+    back = pd.read_csv(export(dataset, "csv"))
+    assert list(back.columns) == list(table.columns)
+    np.testing.assert_array_equal(back["reported_p99_latency_s"], table["reported_p99_latency_s"])
+
+
+def test_a_partial_import_is_marked_partial_in_its_rows(tmp_path):
+    path = OSU / "osu_mbw_mr-openmpi-5.0.11-1N2P.txt"       # stops at 1 MiB of OSU's default 4 MiB
+    table = points_table(import_files([path], "osu", "openmpi-5.0.11", "1N2P", partial=True))
+    assert table["partial"].all() and len(table) == len(file_rows(path)) == 21
+    np.testing.assert_array_equal(table["reported_message_rate_per_s"], file_rows(path)[:, 2])
+
+
+def test_json_keeps_every_number_and_blanks_as_null(imported_rows, tmp_path, capsys):
+    """Seconds of 0.1 us keep every digit (pandas' own JSON writer keeps ten decimal places)."""
+    dataset = tmp_path / "old.nc"
+    write_dataset(imported_rows, dataset, keep_previous=False)
+    assert cli.main(["export", str(dataset), "--output", "-", "--format", "json"]) == 0
+    printed = pd.DataFrame(json.loads(capsys.readouterr().out))
+    expected = points_table(imported_rows)
+    assert list(printed.columns) == list(expected.columns) and len(printed) == len(expected)
+    for column in ("mean_s", "reported_avg_latency_s", "reported_t_avg_s", "bandwidth_MBps"):
+        np.testing.assert_array_equal(printed[column].astype(float), expected[column])
+    assert (expected["mean_s"] < 1e-6).any()
+    assert printed["min_s"].isna().all() and printed["partial"].isin([False]).all()
+
+
 @pytest.mark.mpi
 def test_exporting_a_campaign_dataset(workspace, tiny_campaign, tmp_path, capsys):
     """The tiny campaign (the quick campaign's libraries, placements and kernel at five sizes)."""
@@ -114,3 +182,11 @@ def test_exporting_a_campaign_dataset(workspace, tiny_campaign, tmp_path, capsys
     merged = table[table["launch"] == 0].merge(report, on=["library", "placement", "size"], suffixes=("", "_report"))
     assert len(merged) == len(report) > 0
     np.testing.assert_allclose(merged["bandwidth_MBps"], merged["bandwidth_MBps_report"], rtol=1e-9)
+    # A campaign alone has no imported columns; with an import appended they are blank in its own rows.
+    assert not {"suite_metric", "partial"} & set(table.columns)
+    osu = import_files([OSU / "osu_latency-mpich-5.0.2-1N2P.txt"], "osu", "mpich-5.0.2", "1N2P")
+    mixed = points_table(append_to_campaign(ds, osu, library="mpich-5.0.2 (OSU)"))
+    measured = mixed[mixed["library"] != "mpich-5.0.2 (OSU)"]
+    assert len(measured) == len(table) and len(mixed) == len(table) + 23
+    assert measured[["suite_metric", "partial", "reported_avg_latency_s"]].isna().all().all()
+    assert not mixed.loc[mixed["library"] == "mpich-5.0.2 (OSU)", "partial"].any()

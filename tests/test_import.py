@@ -418,8 +418,13 @@ def test_appending_long_row_names_saves_and_opens_them_intact(tmp_path, capsys):
     assert back["library"].values.tolist() == ["openmpi-5.0.11", label]
     np.testing.assert_allclose(back["mean"].sel(library=label).squeeze(),
                                osu_rows(OLD_OSU / "osu_latency-mpich-5.0.2-1N2P.txt")[:, 1] * US)
-    assert cli.main(["summary", str(tmp_path / "both.nc")]) == 0
-    assert label in capsys.readouterr().out
+    capsys.readouterr()
+    assert cli.main(["summary", str(tmp_path / "both.nc"), "--check"]) == 0     # no cell taken for a missing launch
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines if line.startswith(("openmpi-5.0.11 ", label + " "))]
+    assert len(rows) == 2 and rows[1].startswith(label + "  ") and all(row.endswith("imported [1]") for row in rows)
+    assert lines[-1].startswith("[1] imported from OSU Micro-Benchmarks 7.4: osu_latency; OSU's Avg Latency as "
+                                "reported")
 
 
 def campaign_like(osu_path: Path, factor: dict, launches: int = 1, seed: int = 0):
@@ -488,6 +493,13 @@ def test_an_imported_osu_latency_row_beside_a_campaigns_rows(workspace, tiny_cam
     assert {curve.label for curve in drawn} == {"mpich-5.0.2", "openmpi-5.0.11", "mpich-5.0.2 (OSU)"}
     write_dataset(both, tmp_path / "both.nc", keep_previous=False)       # the campaign's labels, then the long one
     assert open_campaign(tmp_path / "both.nc")["library"].values.tolist()[-1] == "mpich-5.0.2 (OSU)"
+    capsys.readouterr()
+    assert cli.main(["summary", str(tmp_path / "both.nc")]) == 0           # the campaign's rows unmarked
+    lines = capsys.readouterr().out.splitlines()
+    marked = [line for line in lines if line.endswith("]")]
+    assert len(marked) == 1 and marked[0].startswith("mpich-5.0.2 (OSU)  ") and marked[0].endswith("imported [1]")
+    assert not any(line.startswith("mpich-5.0.2 (OSU) ") and "no data" in line for line in lines)
+    assert sum(line.startswith(("mpich-5.0.2  ", "openmpi-5.0.11  ")) for line in lines) == 4
     capsys.readouterr()
     assert cli.main(["compare", str(campaign), str(imported)]) == 0
     printed = capsys.readouterr()

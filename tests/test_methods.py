@@ -93,11 +93,13 @@ KINDS = {
     "2N1P-lo": ({"nodes": 2, "ppn": 1, "emulate": "loopback"},
                 {"transport": "tcp", "emulated": True, "emulation": "loopback"}, ["vm", "vm"]),
     "2N1P-1g": ({"nodes": 2, "ppn": 1, "network": {"rate": "1gbit", "mtu": 1500}},
-                {"transport": "tcp", "emulated": True, "emulation": "namespaces"}, ["vnode0", "vnode1"]),
+                {"transport": "tcp", "emulated": True, "emulation": "namespaces", "link_shaper": "tbf"},
+                ["vnode0", "vnode1"]),
     "4N1P-sw": ({"nodes": 4, "ppn": 1, "switch": {"rate": "2gbit"}},
                 {"transport": "tcp", "emulated": True, "emulation": "namespaces"}, [f"vnode{n}" for n in range(4)]),
-    "2N1P-lo-1g": ({"nodes": 2, "ppn": 1, "emulate": "loopback", "network": {"rate": "100mbit", "mtu": 9000}},
-                   {"transport": "tcp", "emulated": True, "emulation": "loopback"}, ["vm", "vm"]),
+    "2N1P-lo-1g": ({"nodes": 2, "ppn": 1, "emulate": "loopback",
+                    "network": {"rate": "100mbit", "mtu": 9000, "delay": "50us", "loss": 0.5}},
+                   {"transport": "tcp", "emulated": True, "emulation": "loopback", "link_shaper": "netem"}, ["vm", "vm"]),
 }
 ROWS = {"mpich": ("mpich-5.0.2", {"family": "mpich", "device": "ch4:ofi"}),
         "openmpi": ("openmpi-5.0.11", {"family": "openmpi", "device": ""})}
@@ -169,8 +171,8 @@ def test_each_placement_is_described_as_its_launches_recorded_it(tmp_path):
         assert "nodes emulated as virtual nodes on one host; transport: TCP between the virtual nodes" in item, item
         assert "loopback" not in item and "MPIR_CVAR_NOLOCAL" not in item and "OMPI_MCA_btl" not in item
     assert "hosts: vnode0,vnode1;" in items["2N1P"] and "hosts: vnode0,vnode1,vnode2,vnode3;" in items["4N1P-sw"]
-    assert "each virtual node's link limited to 1000 Mbit/s (a token bucket both directions share) with MTU 1500 B" \
-        in items["2N1P-1g"]
+    assert "each virtual node's link limited to 1000 Mbit/s with MTU 1500 B" in items["2N1P-1g"]
+    assert "shaped by a token bucket (tbf)" in items["2N1P-1g"] and "delay" not in items["2N1P-1g"]
     assert "one emulated switch of 2000 Mbit/s" in items["4N1P-sw"] and "switch" not in items["2N1P"]
     # Loopback: the variables that forced each family's network path are the ones its launches recorded.
     for name in ("2N1P-lo", "2N1P-lo-1g"):
@@ -181,6 +183,8 @@ def test_each_placement_is_described_as_its_launches_recorded_it(tmp_path):
     assert "MPIR_CVAR_NOLOCAL=1" in items["2N1P-lo"] and "OMPI_MCA_pml=ob1" in items["2N1P-lo"]
     assert "the loopback of a private network namespace limited to 100 Mbit/s" in items["2N1P-lo-1g"]
     assert "MTU 9000 B" in items["2N1P-lo-1g"]
+    assert ("shaped by netem, which serialises every packet at the rate" in items["2N1P-lo-1g"]
+            and "with a delay of 50 us, with a loss of 0.5% of packets" in items["2N1P-lo-1g"])
     # What each family's launches set where nothing is forced: none for MPICH, root's permission for Open MPI.
     assert f"environment set: mpich-5.0.2: none; openmpi-5.0.11: {environment('openmpi', '')}" in items["2N1P"]
     text = methods_markdown(ds)
@@ -249,7 +253,7 @@ def test_a_real_campaign_states_what_it_recorded(tiny):
     assert "openmpi-5.0.11: Open MPI v5.0.11" in text
     for key in ("hosts", "cpu_model", "os", "compiler_flags", "git_commit"):
         assert f"{ds.attrs[key]}" in text, key
-    assert "Welch's t test on the logarithms" in text and "This dataset holds 2 launches per cell" in text
+    assert "a t test on the logarithms of the launch values" in text and "This dataset holds 2 launches per cell" in text
 
 
 @pytest.mark.mpi

@@ -1,3 +1,8 @@
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -17,18 +22,94 @@ def test_rates_and_expected_goodput():
         netem.rate_bits_per_s("1 Gbps")
 
 
-def test_namespace_commands_set_mtu_and_rate():
+def test_namespace_commands_set_mtu_and_the_links_shaper():
     argv = netem.wrap("mpiexec -n 2 k", {"rate": "100mbit", "mtu": 9000})
     assert argv[:2] == ["unshare", "--net"]
     script = argv[-1]
-    assert "ip link set lo mtu 9000 up" in script and "tbf rate 100mbit" in script
-    assert "burst 90000 " in script      # 1 ms at 100 Mbit/s is 12500 bytes, below 10 MTUs of 9000
+    assert "ip link set lo mtu 9000 up" in script
+    assert f"tc qdisc add dev lo root {' '.join(netem.link_arguments({'rate': '100mbit', 'mtu': 9000}))}" in script
     assert script.endswith("&& mpiexec -n 2 k")
 
 
-def test_tbf_arguments_hold_a_millisecond_or_ten_packets():
-    assert netem.tbf_arguments("1gbit", 1500) == ["tbf", "rate", "1gbit", "burst", "125000", "latency", "100ms"]
-    assert netem.tbf_arguments("10mbit", 1500)[4] == "15000"
+def test_netem_serialises_at_the_rate_with_the_links_delay_and_loss():
+    link = {"rate": "100mbit", "mtu": 1500, "delay": "50us", "loss": 0.5}
+    assert netem.link_arguments(link, "netem") == ["netem", "limit", "10000", "rate", "100mbit", "delay", "50us",
+                                                   "loss", "0.5%"]
+    assert netem.switch_arguments({"rate": "1gbit"}, 1500, "netem") == ["netem", "limit", "10000", "rate", "1gbit"]
+    assert netem.delay_seconds("1.5ms") == pytest.approx(1.5e-3) and netem.delay_seconds("50us") == pytest.approx(50e-6)
+    with pytest.raises(ValueError, match="not a tc time"):
+        netem.delay_seconds("50 us")
+
+
+def test_without_netem_a_link_is_a_token_bucket_and_refuses_delay_and_loss():
+    assert netem.link_arguments({"rate": "1gbit", "mtu": 1500}, "tbf") == \
+        ["tbf", "rate", "1gbit", "burst", "125000", "latency", "100ms"]      # 1 ms of traffic
+    assert netem.link_arguments({"rate": "10mbit", "mtu": 1500}, "tbf")[4] == "15000"   # or ten packets
+    with pytest.raises(netem.LinkError, match=r"network delay: 1ms, loss: 2: .*netem"):
+        netem.link_arguments({"rate": "1gbit", "mtu": 1500, "delay": "1ms", "loss": 2}, "tbf")
+
+
+def test_wire_bytes_follow_the_packet_model():
+    assert netem.wire_bytes(1, 1500) == 67
+    assert netem.wire_bytes(1448, 1500) == 1514 and netem.wire_bytes(1449, 1500) == 1449 + 2 * 66
+    assert netem.wire_bytes(8948, 9000) == 9014
+
+
+IDLE_PING_PONG = textwrap.dedent("""
+    import socket, sys, time
+    size, role = int(sys.argv[1]), sys.argv[2]
+    def receive(connection):
+        got = 0
+        while got < size:
+            try:
+                got += len(connection.recv(size - got))
+            except BlockingIOError:    # polled, as MPI does: no wake-up in the time
+                pass
+    if role == "echo":
+        connection, _ = socket.create_server(("0.0.0.0", 7000)).accept()
+    else:
+        for _ in range(200):
+            try:
+                connection = socket.create_connection(("vnode1", 7000)); break
+            except ConnectionRefusedError:
+                time.sleep(0.05)
+    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    connection.setblocking(False)
+    for _ in range(6):
+        if role == "echo":
+            receive(connection); connection.sendall(b"x" * size)
+            continue
+        time.sleep(1)                                # the link idles a second
+        start = time.perf_counter()
+        while time.perf_counter() - start < 0.01:    # awake again before the clock starts
+            pass
+        start = time.perf_counter()
+        connection.sendall(b"x" * size); receive(connection)
+        print((time.perf_counter() - start) / 2)
+""")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="virtual nodes need root")
+def test_a_small_message_after_an_idle_second_still_takes_the_rates_time():
+    """A 1 KiB TCP ping-pong between two virtual nodes, each leg after the link idled a second: a
+    link that serialises every packet takes at least its wire bytes over the rate each way; a token
+    bucket refilled by the pause would let it through at the veth's speed."""
+    if not netem.has_netem():
+        pytest.skip("this kernel has no netem (CONFIG_NET_SCH_NETEM): its links are token buckets, which pass "
+                    "a packet after a pause at once")
+    if reason := vnodes.unavailable_reason():
+        pytest.skip(reason)
+    size, network = 1024, {"rate": "10mbit", "mtu": 1500}
+    with vnodes.virtual_cluster(2, network=network) as cluster:
+        echo = subprocess.Popen(cluster.command_on("vnode1", [sys.executable, "-c", IDLE_PING_PONG, str(size), "echo"]))
+        done = subprocess.run(cluster.command_on("vnode0", [sys.executable, "-c", IDLE_PING_PONG, str(size), "ping"]),
+                              capture_output=True, text=True, timeout=120)
+        echo.wait(timeout=30)
+    assert done.returncode == 0, done.stderr
+    rate_time = netem.wire_bytes(size, 1500) * 8 / netem.rate_bits_per_s(network["rate"])
+    ratios = [float(half_round_trip) / rate_time for half_round_trip in done.stdout.split()]
+    print(f"1 KiB after an idle second, half round trip over the rate's time: {', '.join(f'{r:.2f}' for r in ratios)}")
+    assert len(ratios) == 6 and min(ratios) >= 1.0, ratios
 
 
 def median_time(result, size: int) -> float:

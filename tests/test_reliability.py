@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from commbench.campaign import Campaign, load_campaign, validate_campaign
+from commbench.campaign.rounds import round_order
 from commbench.data.collect import build_dataset, read_all
 from commbench.data.failures import failures
 from commbench.io.netcdf import write_dataset
@@ -30,7 +31,7 @@ from commbench.launch.preflight import ResourceError, check_resources, needs, re
 from commbench.launch.placement import Placement
 from commbench.io.raw import LAUNCH_STATUSES, RawFileError, read_raw
 
-from conftest import REPO, interruptible, launch, snakemake, workflow_command
+from conftest import REPO, interruptible, launch, small_campaign, snakemake, workflow_command
 from conftest import campaign_error as refusal, write_campaign as write
 
 LAUNCHER_NAMES = {"commbench-kernels", "mpiexec", "mpirun", "hydra_pmi_proxy", "prterun", "prted"}
@@ -359,15 +360,18 @@ def _snapshot(results: Path) -> dict[str, tuple[int, bytes]]:
 
 @pytest.mark.mpi
 def test_interrupted_campaign_resumes_without_redoing_or_duplicating(workspace, built):
-    campaign = write(workspace / "config" / "campaigns",
-                     HANG.format(name="resume", timeout=8).replace(
-                         "pingpong.send: {sizes: {list: [8, 1Ki]}}",
-                         "pingpong.send: {sizes: {list: [8, 1Ki]}}\n  pingpong.isend: {sizes: {list: [8, 1Ki]}}"),
-                     "resume.yaml")
+    text = HANG.format(name="resume", timeout=8).replace(
+        "pingpong.send: {sizes: {list: [8, 1Ki]}}",
+        "pingpong.send: {sizes: {list: [8, 1Ki]}}\n  pingpong.isend: {sizes: {list: [8, 1Ki]}}")
+    # Launches run in the order of the campaign's round_seed: one whose first two launches do not hang.
+    cells = load_campaign(write(workspace / "config" / "campaigns", text, "resume.yaml")).cells()
+    seed = next(s for s in range(1000) if not any("@hang" in cell[2] for cell in round_order(cells, s, 0)[:2]))
+    campaign = write(workspace / "config" / "campaigns", text + f"round_seed: {seed}\n", "resume.yaml")
     results = workspace / "results" / "resume"
     dataset = "results/resume/resume.nc"
     # Some launches finished before the interruptions.
-    first = [f"results/resume/raw/mpich-5.0.2/1N2P/{k}/launch0.jsonl" for k in ("pingpong.send", "pingpong.isend")]
+    first = [f"results/resume/raw/{library}/{placement}/{kernel}/launch0.jsonl"
+             for library, placement, kernel in round_order(cells, seed, 0)[:2]]
     snakemake(workspace, *first, "--configfile", str(campaign))
     before = _snapshot(results)
     assert len(before) == 2
@@ -714,24 +718,11 @@ def test_a_bad_name_is_refused_before_anything_is_written(tmp_path, change, key)
     (patterns read as JSON Schema's ECMA-262 has them, `$` the end of the text) before any job."""
     work = tmp_path / "work"
     work.mkdir()
-    campaign = write(work, NAMES.format(name="names").replace(*change), "names.yaml")
+    campaign = write(work, small_campaign("names", max_point_time=0.2).replace(*change), "names.yaml")
     run = snakemake(work, "--configfile", str(campaign), "--dry-run", check=False)
     assert run.returncode != 0 and key in run.stdout + run.stderr, (run.stdout + run.stderr)[-2000:]
     assert sorted(p.name for p in work.iterdir()) == ["names.yaml"]
     assert not list(work.rglob("pwned")) and not (REPO / "pwned").exists()
-
-
-NAMES = textwrap.dedent("""
-    campaign: {name}
-    libraries:
-      mpich-5.0.2: {{mpi: mpich-5.0.2}}
-    placements: [{{name: 1N2P, nodes: 1, ppn: 2}}]
-    kernels:
-      pingpong.send: {{sizes: {{list: [8, 1Ki]}}}}
-    launches: 1
-    precision: {{rse: 0.2, min_samples: 3, max_samples: 30, max_point_time: 0.2}}
-    timeout: 60
-""")
 
 
 @pytest.mark.mpi
@@ -741,7 +732,7 @@ def test_a_whole_campaign_in_a_folder_named_like_a_shell_command_writes_only_its
     results/<campaign>/ and nothing else, and runs no part of a path as a command."""
     work = tmp_path / "a b; $(touch pwned) 'q'"
     work.mkdir()
-    campaign = write(work, NAMES.format(name="odd+name.v1-2").replace("mpich-5.0.2: {", "mpich+1.0: {"), "odd.yaml")
+    campaign = write(work, small_campaign("odd+name.v1-2", max_point_time=0.2).replace("mpich-5.0.2: {", "mpich+1.0: {"), "odd.yaml")
     snakemake(work, "--configfile", str(campaign), "--config", f"build_dir={workspace / 'build'}")
     outside = sorted(str(p.relative_to(work)) for p in work.rglob("*")
                      if not p.relative_to(work).parts[0] == ".snakemake"

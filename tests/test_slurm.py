@@ -16,8 +16,10 @@ import pytest
 
 from commbench.launch import vnodes
 from commbench import open_campaign
+from commbench.campaign import load_campaign
 
 from conftest import REPO, interruptible, snakemake, workflow_command
+from test_rounds import assert_ran_as_designed
 
 pytestmark = [pytest.mark.slurm, pytest.mark.mpi]
 
@@ -105,6 +107,9 @@ def test_campaign_through_slurm_has_the_local_schema(workspace, built, local_slu
     # Environments and builds stayed on this host.
     assert not (workspace / ".snakemake" / "slurm_logs" / "rule_mpi_environment").exists()
     assert not (workspace / ".snakemake" / "slurm_logs" / "rule_build_kernels").exists()
+    # The campaign's design holds under Slurm: each launch's job started once the one before it in the
+    # order of the recorded round_seed had ended (its turn, a local rule, waits for it).
+    assert_ran_as_designed(workspace / "results" / "onslurm", load_campaign(files["onslurm"]))
 
     on_slurm = open_campaign(workspace / "results" / "onslurm" / "onslurm.nc")
     on_host = open_campaign(workspace / "results" / "onhost" / "onhost.nc")

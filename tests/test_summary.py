@@ -4,6 +4,10 @@ The table's regimes and its Hockney flag are checked on synthetic curves with kn
 the CLI's bandwidth and percentiles against the report's on a real campaign with bidirectional
 kernels, run through the workflow."""
 
+import hashlib
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from commbench import cli
@@ -11,6 +15,11 @@ from commbench.analysis import models
 from commbench.data import synthetic as syn
 from commbench import open_campaign
 from commbench.report import ReportData
+from commbench.data.imported import import_files
+from commbench.interactive import append_to_campaign
+from commbench.io.netcdf import write_dataset
+from commbench.report.glance import at_a_glance
+from commbench.report.methods import methods
 from commbench.report.tables import performance_table
 
 from commbench.units import format_mbps, format_number, format_us
@@ -124,6 +133,83 @@ def _table_lines(capsys, dataset) -> list[str]:
     lines = capsys.readouterr().out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("library"))
     return [line for line in lines[start + 1:] if line.strip()]
+
+
+OSU = Path(__file__).parent / "data" / "osu-7.4"
+IMB = Path(__file__).parent / "data" / "imb" / "IMB-MPI1-mpich-5.0.2-np2.txt"
+LONG = "mpich-5.0.2 (IMB-MPI1 2021.11, imported from an older run)"
+
+
+@pytest.fixture(scope="module")
+def old_results(tmp_path_factory) -> Path:
+    """Old results brought in, as issue 29's user does: OSU 7.4's osu_latency -z and an osu_mbw_mr cut
+    short (imported --partial), IMB-MPI1's seven benchmarks appended under a long row name, saved."""
+    osu = import_files([OSU / "osu_latency-z-openmpi-5.0.11-1N2P.txt", OSU / "osu_mbw_mr-openmpi-5.0.11-1N2P.txt"],
+                       "osu", "openmpi-5.0.11", "1N2P", partial=True)
+    both = append_to_campaign(osu, import_files([IMB], "imb", "mpich-5.0.2", "1N2P"), library=LONG)
+    path = tmp_path_factory.mktemp("old") / "old.nc"
+    write_dataset(both, path, keep_previous=False)
+    return path
+
+
+def test_summary_marks_imported_and_partial_rows_and_says_what_they_are(old_results, capsys):
+    assert cli.main(["summary", str(old_results)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {(library, line.split()[len(library.split()) + 1]): line for line in lines
+            for library in ("openmpi-5.0.11", LONG) if line.startswith(library + " ")}
+    assert len(rows) == 2 + 7
+    legends = {line.split("] ")[0] + "]": line.split("] ", 1)[1] for line in lines if line.startswith("[")}
+    marks = {row: line.rsplit("  ", 1)[1] for row, line in rows.items()}
+
+    latency = rows["openmpi-5.0.11", "pingpong.send"].split()
+    z = file_rows(OSU / "osu_latency-z-openmpi-5.0.11-1N2P.txt")[0]      # 1 B: Avg, P50, P90, P99
+    assert latency[3:9] == ["1", "B", *(format_us(v * 1e-6) for v in z[1:])]
+    assert marks["openmpi-5.0.11", "pingpong.send"].startswith("imported [")
+    assert legends[marks["openmpi-5.0.11", "pingpong.send"].split()[-1]] == (
+        "imported from OSU Micro-Benchmarks 7.4: osu_latency -z; OSU's Avg Latency as reported, one value per "
+        "size; P50, P90, P99 as reported; no interval")
+    partial = marks["openmpi-5.0.11", "multipair.stream"]
+    assert partial.startswith("imported, partial [")
+    assert legends[partial.split()[-1]].startswith(
+        "imported from OSU Micro-Benchmarks 7.4: osu_mbw_mr; the file's bandwidth column as reported, one value "
+        "per size; no per-sample spread (no percentiles, no interval); partial (1 of 1 files): truncated: "
+        "osu_mbw_mr (its default sizes) was to run 23 sizes")
+    # IMB's t (PingPong, PingPing) and t_max (the others) are two kinds of number: two lines.
+    imb = {kernel: mark.split()[-1] for (library, kernel), mark in marks.items() if library == LONG}
+    assert imb["pingpong.send"] == imb["pingping"] != imb["coll.allreduce"] == imb["ring.waitall4"]
+    assert "IMB's t[usec] as reported" in legends[imb["pingpong.send"]]
+    assert legends[imb["coll.allreduce"]].startswith("imported from Intel MPI Benchmarks 2021.11: IMB-MPI1 Allreduce")
+    assert "IMB's t_max[usec] as reported" in legends[imb["coll.allreduce"]]
+    assert len(legends) == 4
+
+
+def test_the_report_marks_imported_rows_and_names_their_files(old_results):
+    ds = open_campaign(old_results)
+    data = ReportData(ds, n_boot=20)
+    glance = at_a_glance(data)
+    sources = glance.headline.set_index("library")["source"]
+    assert sources["openmpi-5.0.11"].startswith("imported [") and sources[LONG].startswith("imported [")
+    lead = next(i for i, line in enumerate(glance.lines) if line.startswith("Rows whose source is imported [n]"))
+    assert [line.split()[0] for line in glance.lines[lead + 1:]] == ["[1]", "[2]", "[3]", "[4]"]
+    assert f"{sources['openmpi-5.0.11'].split()[-1]} imported from OSU Micro-Benchmarks 7.4: osu_latency -z" \
+        in "\n".join(glance.lines)
+    assert not any("met the precision target" in line for line in glance.lines + glance.warnings)   # none applied
+    table = performance_table(data)
+    assert table.frame["source"].tolist() == sources[table.frame["library"]].tolist()
+    assert "Rows whose source is imported [n]" in table.caption
+    section = next(s for s in methods(ds) if s.heading == "Imported rows")
+    assert len(section.items) == 9 and "9 curves were not measured by commbench" in section.paragraphs[0]
+    latency = next(item for item in section.items if item.startswith("openmpi-5.0.11, 1N2P, pingpong.send: "))
+    path = OSU / "osu_latency-z-openmpi-5.0.11-1N2P.txt"
+    assert f"{path.resolve()} (sha256 {hashlib.sha256(path.read_bytes()).hexdigest()[:12]}, ranks stated: 2)" in latency
+    assert "As the suite measured it: osu_latency: half round trip" in latency
+    assert sum("partial (1 of 1 files): truncated" in item for item in section.items) == 1
+
+
+def file_rows(path: Path) -> np.ndarray:
+    """The numbers of an OSU output, read from its lines of numbers alone."""
+    return np.array([[float(x) for x in line.split()] for line in path.read_text().splitlines()
+                     if line[:1].isdigit()])
 
 
 @pytest.mark.parametrize("value, text", [(0.35312, "0.3531"), (12.4712, "12.47"), (1590.4, "1590"),

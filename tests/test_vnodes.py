@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from commbench.launch import vnodes
+from commbench.launch import netem, vnodes
 from commbench.launch.placement import Placement
 
 from conftest import LIBRARIES, campaign_error, launch
@@ -239,3 +239,20 @@ def test_a_launch_killed_mid_run_leaves_no_node_behind(workspace, built, tmp_pat
         vnodes.sweep()
     assert name not in vnodes.existing_clusters()
     assert not (tmp_path / "launch.jsonl").exists()    # an interrupted launch gives no data
+
+
+@needs_vnodes
+def test_a_link_this_host_cannot_make_is_refused_before_anything_is_made(can_make_vnodes):
+    """Delay and loss need netem: where the kernel lacks it, the cluster is refused with the reason,
+    and nothing of it is left; where it has it, the node's link carries them."""
+    network = {"rate": "100mbit", "mtu": 1500, "delay": "200us", "loss": 1}
+    before = vnodes.existing_clusters()
+    if not netem.has_netem():
+        with pytest.raises(vnodes.VirtualNodesError, match=r"network delay: 200us, loss: 1: .*netem.*lacks"):
+            with vnodes.virtual_cluster(2, network=network):
+                pass
+        assert vnodes.existing_clusters() == before
+        return
+    with vnodes.virtual_cluster(2, network=network) as cluster:
+        shown = run_on(cluster, "vnode0", f"tc qdisc show dev {vnodes.LINK_SHAPER}")
+        assert "netem" in shown and "rate 100Mbit" in shown and "delay 200us" in shown and "loss 1%" in shown, shown

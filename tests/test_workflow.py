@@ -12,8 +12,11 @@ import pytest
 import yaml
 
 from commbench import open_campaign
+from commbench.campaign import Campaign, load_campaign
+from commbench.campaign.rounds import recorded_seed
 
-from conftest import LIBRARIES, SNAKEFILE, SNAKEMAKE, snakemake, workflow_command, write_campaign
+from conftest import (LIBRARIES, SNAKEFILE, SNAKEMAKE, small_campaign, snakemake, workflow_command,
+                      write_campaign)
 
 pytestmark = pytest.mark.mpi
 
@@ -77,7 +80,9 @@ def test_tiny_campaign_end_to_end(workspace, tiny_campaign):
     again = snakemake(workspace, "--configfile", str(campaign), "--dry-run").stdout
     assert "Nothing to be done" in again
 
-    # A changed spec reruns that library's environment, build and launches, the collection and the report.
+    # A changed spec reruns that library's environment, build and launches, the launches after its first
+    # in the campaign's rounds (so that the recorded order stays the order they ran in), the collection
+    # and the report.
     spec = workspace / "envs" / "mpi" / "mpich-5.0.2.yaml"
     original, stat = spec.read_text(), spec.stat()
     spec.write_text(original + "# touched by the test\n")
@@ -88,8 +93,13 @@ def test_tiny_campaign_end_to_end(workspace, tiny_campaign):
     rules = sorted({rule for rule, _ in planned})
     assert rules == ["build_kernels", "collect", "mpi_environment", "report", "run_launch"], planned
     launched = [output for rule, output in planned if rule == "run_launch"]
-    assert len(launched) == 4 and all("/mpich-5.0.2/" in o for o in launched), launched
-    assert not any("openmpi" in output for rule, output in planned if rule not in ("collect", "report"))
+    tiny = load_campaign(campaign)
+    tiny = Campaign(tiny.name, tiny.source, {**tiny.config, "round_seed": recorded_seed(workspace / "results" / "tiny")})
+    designed = [f"results/tiny/raw/{library}/{placement}/{kernel}/launch{launch}.jsonl"
+                for library, placement, kernel, launch in tiny.in_rounds()]
+    first = min(designed.index(output) for output in designed if "/mpich-5.0.2/" in output)
+    assert sorted(launched) == sorted(designed[first:]), launched
+    assert not any("openmpi" in output for rule, output in planned if rule not in ("collect", "report", "run_launch"))
 
 
 def test_failed_launch_is_recorded_and_the_campaign_completes(workspace, built):
@@ -121,23 +131,10 @@ def test_failed_launch_is_recorded_and_the_campaign_completes(workspace, built):
     assert record["exit_code"] != 0 and "MPI_Init" in record["console_tail"], record
 
 
-SMALL = """
-    campaign: {name}
-    libraries:
-      mpich-5.0.2: {{mpi: mpich-5.0.2}}
-    placements: [{{name: 1N2P, nodes: 1, ppn: 2}}]
-    kernels:
-      pingpong.send: {{sizes: {{list: [8, 1Ki]}}}}
-    launches: 1
-    precision: {{rse: 0.2, min_samples: 3, max_samples: 30, max_point_time: 0.5}}
-    timeout: 60
-"""
-
-
 def test_config_overrides_change_the_campaign_and_are_recorded(workspace, built):
     """`--config launches=3` and a nested `precision={max_samples: 40}` change what is measured,
     as if the file said so, and the dataset records the campaign it was measured with."""
-    campaign = write_campaign(workspace / "config" / "campaigns", SMALL.format(name="override"), "override.yaml")
+    campaign = write_campaign(workspace / "config" / "campaigns", small_campaign("override"), "override.yaml")
     run = snakemake(workspace, "results/override/override.nc", "--configfile", str(campaign),
                     "--config", "launches=3", "precision={max_samples: 40}")
     ds = open_campaign(workspace / "results" / "override" / "override.nc")
@@ -166,7 +163,7 @@ def test_config_overrides_change_the_campaign_and_are_recorded(workspace, built)
     ("launchs=5", "unknown key 'launchs' (did you mean 'launches'?)"),
 ])
 def test_bad_config_override_is_refused_naming_the_file_and_key(workspace, override, message):
-    campaign = write_campaign(workspace / "config" / "campaigns", SMALL.format(name="refused"), "refused.yaml")
+    campaign = write_campaign(workspace / "config" / "campaigns", small_campaign("refused"), "refused.yaml")
     run = snakemake(workspace, "--configfile", str(campaign), "--dry-run", "--config", override, check=False)
     assert run.returncode != 0
     output = run.stdout + run.stderr
@@ -190,7 +187,7 @@ def test_the_workflow_runs_as_a_module_of_another_workflow(workspace, built, tmp
         use rule * from commbench as commbench_*
     """))
     campaign = {"build_dir": str(workspace / "build"), "strict_build": ",".join(LIBRARIES),
-                **yaml.safe_load(textwrap.dedent(SMALL.format(name="moduled")))}
+                **yaml.safe_load(textwrap.dedent(small_campaign("moduled")))}
     (user / "config.yaml").write_text(json.dumps({"commbench": campaign}))
 
     def run(*args):

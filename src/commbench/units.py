@@ -43,6 +43,8 @@ def format_size_range(low, high) -> str:
 def format_change(ratio: float, low: float, high: float) -> str:
     """A ratio of times (candidate / baseline) and its interval as a change: '12% slower [9%, 15%]'."""
     word = "slower" if ratio > 1 else "faster"
+    if low != low or high != high:      # no interval (nothing measured the spread): the change alone
+        return f"{abs(ratio - 1) * 100:.0f}% {word}"
     bounds = sorted(abs(value - 1) * 100 for value in (low, high))
     return f"{abs(ratio - 1) * 100:.0f}% {word} [{bounds[0]:.0f}%, {bounds[1]:.0f}%]"
 

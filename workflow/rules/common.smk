@@ -7,7 +7,10 @@ import yaml
 from snakemake.utils import update_config
 
 from commbench.launch.build import retry_token, strict_installations
-from commbench.campaign import WORKFLOW_OPTIONS, CampaignError, campaign_from_config, describe_overrides, read_overrides
+from commbench.campaign import (WORKFLOW_OPTIONS, Campaign, CampaignError, campaign_from_config, describe_overrides,
+                                read_overrides)
+from commbench.campaign.rounds import SEED_FILE, draw_seed, recorded_seed, seed_record
+from commbench.io.atomic import write_text
 from commbench.io.archive import hold
 from commbench.io.collected import out_of_date, recollection_param
 from commbench.io.raw import read_launch_record
@@ -88,6 +91,40 @@ STRICT_BUILD = strict_installations(config.get("strict_build", False), CAMPAIGN.
 
 RESULTS = Path("results") / CAMPAIGN.name
 DATASET = RESULTS / f"{CAMPAIGN.name}.nc"
+
+
+def _round_seed() -> int:
+    """The seed of the order launches run in (commbench.campaign.rounds): the campaign's round_seed,
+    else the one its results folder recorded when it first ran (a resumed campaign keeps its order),
+    else one drawn now. This run's seed is recorded there before any job, where a cluster's jobs,
+    which parse this file again, read it."""
+    try:
+        recorded = recorded_seed(RESULTS)
+    except ValueError as error:
+        raise WorkflowError(f"{CAMPAIGN_SOURCE}: {error}") from None
+    seed = CAMPAIGN.round_seed if CAMPAIGN.round_seed is not None else recorded
+    if workflow.remote_exec:
+        if seed is None:
+            raise WorkflowError(f"{RESULTS / SEED_FILE} is missing: the workflow records it before any job")
+        return seed
+    if seed is None:
+        seed = draw_seed()
+    if seed != recorded:
+        try:
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            write_text(RESULTS / SEED_FILE, seed_record(seed))
+        except OSError as error:
+            raise WorkflowError(f"{CAMPAIGN_SOURCE}: the campaign's round_seed cannot be recorded: {error}") from None
+    return seed
+
+
+# The seed joins the config in place, as the scripts read it (snakemake.config).
+config["round_seed"] = _round_seed()
+CAMPAIGN = Campaign(name=CAMPAIGN.name, source=CAMPAIGN.source, config={**CAMPAIGN.config,
+                                                                       "round_seed": config["round_seed"]})
+# Each launch waits for the one before it in the design (its `previous` input, workflow/rules/run.smk).
+_IN_ROUNDS = CAMPAIGN.in_rounds()
+PREVIOUS_LAUNCH = dict(zip(_IN_ROUNDS[1:], _IN_ROUNDS[:-1]))
 KERNEL_SOURCES = sorted(str(p) for p in KERNELS.rglob("*") if p.is_file())
 
 NAME = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
@@ -116,6 +153,12 @@ def build_record(mpi):
 
 def raw_file(library, placement, kernel, launch):
     return RESULTS / "raw" / library / placement / kernel / f"launch{launch}.jsonl"
+
+
+def previous_launch(wildcards):
+    """The raw file of the launch before this one in the design; none for the campaign's first."""
+    run = (wildcards.library, wildcards.placement, wildcards.kernel, int(wildcards.launch))
+    return [raw_file(*PREVIOUS_LAUNCH[run])] if run in PREVIOUS_LAUNCH else []
 
 
 def launch_settings(wildcards):

@@ -6,6 +6,12 @@ rule run_launch:
     input:
         build=lambda w: build_record(CAMPAIGN.mpi_of(w.library)),
         library=lambda w: library_record(CAMPAIGN.mpi_of(w.library)),
+        # Its turn in the campaign's rounds (commbench.campaign.rounds): the launch before it in the
+        # design has ended, however it ended (a failed launch is recorded, so it counts as done). Round
+        # r+1 thus starts after round r, each round in its drawn order, locally and under Slurm alike.
+        # A launch redone (its settings changed, --forcerun) redoes the launches after it, so that the
+        # recorded order stays the order they ran in; a resumed campaign redoes none that finished.
+        previous=previous_launch,
     output:
         raw=RESULTS / "raw" / "{library}" / "{placement}" / "{kernel}" / "launch{launch}.jsonl",
     params:
@@ -29,3 +35,4 @@ rule run_launch:
         runtime=lambda w: -(-CAMPAIGN.config["timeout"] // 60) + 5,
     script:
         "../scripts/run_launch.py"
+

@@ -17,6 +17,9 @@ from commbench.launch.supervision import stop_when_told
 stop_when_told()
 settings = json.loads(snakemake.params.settings)
 w = snakemake.wildcards
+# The campaign as the workflow has it (validated there, with any --config overrides and its round_seed).
+campaign = campaign_from_config(snakemake.config, "the workflow's config")
+run = (w.library, w.placement, w.kernel, int(w.launch))
 with open(snakemake.log[0], "w", buffering=1) as log:   # line by line: a full disk fails a line, not the close
     try:
         record = run_launch(
@@ -25,7 +28,7 @@ with open(snakemake.log[0], "w", buffering=1) as log:   # line by line: a full d
             kernel=w.kernel, kernel_args=settings["kernel_args"], placement=Placement(**settings["placement"]),
             library=w.library, launch=int(w.launch), output=snakemake.output.raw,
             timeout_s=settings["timeout"], library_env=settings["library_env"], log=log,
-            scratch=settings["scratch"], settings=settings,
+            scratch=settings["scratch"], settings=settings, turn=campaign.turn(*run),
         )
     except (WriteError, LockTimeout) as error:
         # No raw file: the next run of the workflow redoes the launch.
@@ -36,7 +39,5 @@ with open(snakemake.log[0], "w", buffering=1) as log:   # line by line: a full d
 if record["status"] != "ok":
     print(f"launch {w.library}/{w.placement}/{w.kernel}/{w.launch} {record['status']}: "
           f"{record.get('reason', '')}; see {snakemake.log[0]}")
-# The campaign as the workflow has it (validated there, with any --config overrides): what is left.
-campaign = campaign_from_config(snakemake.config, "the workflow's config")
-run = (w.library, w.placement, w.kernel, int(w.launch))
+# What is left of the campaign.
 print(progress_line(campaign_progress(campaign.runs(), Path(snakemake.output.raw)), run, record), flush=True)

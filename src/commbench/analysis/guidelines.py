@@ -23,8 +23,8 @@ wherever the dataset has the measurements they need:
   against <family>.send[@variant] (pingpong, multipingpong).
 
 "Measurably" is judged as commbench.analysis.compare judges a change, with the launch as the unit:
-each check is the measurement against its reference, size by size, a Welch test on the
-logs of the launches' medians. The mock-up's launch i is the sum of its parts' launches i:
+each check is the measurement against its reference, size by size, compare's unpaired t test on the
+logs of the launches' medians, their variance moderated across neighbouring sizes. The mock-up's launch i is the sum of its parts' launches i:
 the parts ran in separate launches, so these are independent draws of the sum. A cell
 breaks its guideline where compare finds the measurement on the wrong side of its reference
 by at least `min_effect` and the one-sided q value passes 1 - confidence: p values towards

@@ -49,6 +49,20 @@ def changed_ranges(result: xr.Dataset, verdicts=("improved", "regressed"), *, sp
     return pd.DataFrame(rows, columns=[*curve_dims, *RANGE_COLUMNS])
 
 
+def single_value_cells(result: xr.Dataset) -> pd.DataFrame:
+    """The cells compare could not test for want of spread (one value a side, as imported suite outputs),
+    one row each in changed_ranges' columns: their ratio, with no interval and no q value."""
+    from commbench.analysis.compare import NO_SPREAD
+
+    curve_dims = [d for d in result["verdict"].dims if d != "size"]
+    frame = result[["verdict", "ratio"]].to_dataframe().reset_index()
+    frame = frame[frame["verdict"] == NO_SPREAD]
+    rows = [{**{d: cell[d] for d in curve_dims}, "verdict": NO_SPREAD, "size_from": int(cell["size"]),
+             "size_to": int(cell["size"]), "sizes": 1, "ratio": cell["ratio"], "ratio_low": np.nan,
+             "ratio_high": np.nan, "q_value": np.nan} for _, cell in frame.iterrows()]
+    return pd.DataFrame(rows, columns=[*curve_dims, *RANGE_COLUMNS])
+
+
 def split_where_ratio_moves(runs: list[pd.DataFrame], confidence: float, min_effect: float) -> list[list]:
     """Each run of consecutive sizes (rows with ratio, ratio_low, ratio_high) cut into pieces of one
     ratio: the penalised piecewise-constant fit of the log ratio against size that history uses over

@@ -7,6 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from commbench.campaign import rounds
 from commbench.campaign.kernels import kernel_of, schedule_range, timing_args
 from commbench.units import parse_size
 
@@ -81,6 +82,7 @@ class Campaign:
             "--window", str(spec["window"]),
             "--messages", str(spec["messages"]),
             "--pieces", str(spec["pieces"]),
+            "--partitions", str(spec["partitions"]),
             "--rma-sync", spec["sync"],
             "--halo", spec["halo"],
         ]
@@ -101,8 +103,9 @@ class Campaign:
         return [kernel_of(entry), *args]
 
     def launch_settings(self, library: str, placement: str, kernel: str, launch: int) -> dict:
-        """Everything about one launch that, when changed, must rerun it."""
-        return {
+        """Everything about one launch that, when changed, must rerun it: a changed round_seed
+        changes the design every launch was placed in."""
+        settings = {
             "placement": self.placement(placement),
             "kernel_args": self.kernel_args(kernel, launch),
             "library_env": self.library_env(library),
@@ -110,6 +113,9 @@ class Campaign:
             "timeout": self.config["timeout"],
             "scratch": self.config["scratch"],
         }
+        if self.round_seed is not None:
+            settings["round_seed"] = self.round_seed
+        return settings
 
     def changed_settings(self, library: str, placement: str, kernel: str, launch: int,
                          recorded: dict) -> list[str]:
@@ -131,12 +137,36 @@ class Campaign:
 
     def runs(self):
         """Every (library, placement, kernel, launch) the campaign measures."""
-        for library in self.libraries:
-            for placement in self.placements:
-                for kernel in self.kernels:
-                    if self.runs_on(kernel, placement):
-                        for launch in range(self.launches):
-                            yield library, placement, kernel, launch
+        for library, placement, kernel in self.cells():
+            for launch in range(self.launches):
+                yield library, placement, kernel, launch
+
+    def cells(self) -> list[rounds.Cell]:
+        """Every (library, placement, kernel) the campaign measures: what one round runs."""
+        return [(library, placement, kernel) for library in self.libraries for placement in self.placements
+                for kernel in self.kernels if self.runs_on(kernel, placement)]
+
+    @property
+    def round_seed(self) -> int | None:
+        """The seed of the order of launches within each round (commbench.campaign.rounds); None until
+        the workflow has drawn or read it."""
+        return self.config.get("round_seed")
+
+    def in_rounds(self) -> list[rounds.Run]:
+        """Every launch in the order it runs: round by round (launch index r is round r), each round's
+        cells in the order drawn from round_seed."""
+        return rounds.sequence(self.cells(), self._seed(), self.launches)
+
+    def turn(self, library: str, placement: str, kernel: str, launch: int) -> dict[str, int]:
+        """A launch's place in the design: its round and its position within the round (0: first)."""
+        order = rounds.round_order(self.cells(), self._seed(), launch)
+        return {"round": launch, "round_position": order.index((library, placement, kernel))}
+
+    def _seed(self) -> int:
+        if self.round_seed is None:
+            raise ValueError(f"{self.source}: campaign {self.name!r} has no round_seed yet (the workflow draws "
+                             f"one when the campaign first runs)")
+        return self.round_seed
 
 
 def _differences(old: dict, new: dict) -> list[str]:

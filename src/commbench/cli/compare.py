@@ -34,8 +34,10 @@ def same_dataset(paths, base, cand) -> bool:
 def compare(args) -> int:
     """Prints the changed size ranges of candidate against baseline (two datasets, or two campaign
     files), writes them to --output (.csv or .json), and returns 1 when --fail-on finds any."""
-    from commbench.analysis.compare import across, describe_launches, provenance_differences, verdict_counts
-    from commbench.analysis.ranges import changed_ranges, describe_range
+    import pandas as pd
+
+    from commbench.analysis.compare import NO_SPREAD, across, describe_launches, provenance_differences, verdict_counts
+    from commbench.analysis.ranges import changed_ranges, describe_range, single_value_cells
     from commbench.io.tables import table_format, write_table
 
     pairs = _mapping(args.map)
@@ -64,6 +66,12 @@ def compare(args) -> int:
         print(f"  {row['verdict']:<10} {describe_range(row)}")
     if table.empty:
         print("  no size range changed")
+    single = single_value_cells(result)
+    if not single.empty:
+        print(f"cells with one value a side and no spread (ratio only, {NO_SPREAD}):")
+        for _, row in single.iterrows():
+            print(f"  {describe_range(row)}")
+        table = pd.concat([table, single], ignore_index=True) if not table.empty else single
     if args.output:
         print(f"table: {write_table(table, args.output, table_format(args.output, ('csv', 'json')))}")
     wanted = {"regressed": ("regressed",), "improved": ("improved",), "changed": ("regressed", "improved")}

@@ -1,5 +1,6 @@
 """`commbench summary CAMPAIGN|DATASET`: the latency and bandwidth table `commbench run` ends with,
-then what gave no data and why."""
+then what gave no data and why. A row imported from another suite's files is marked, with a
+numbered legend line under the table saying where its numbers come from (commbench.data.origins)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from pathlib import Path
 import numpy as np
 
 from commbench.cli.datasets import open_dataset
+from commbench.data.origins import curve_marks, curve_origins, legends
 from commbench.units import format_mbps, format_size, format_us
 
 TIMES = ("mean", "p50", "p90", "p99")
 # Columns of the table: (header, left-aligned); two groups of them carry a title above.
 COLUMNS = (("library", True), ("placement", True), ("kernel", True), ("size", False), ("mean", False),
-           ("P50", False), ("P90", False), ("P99", False), ("size", False), ("MB/s", False))
+           ("P50", False), ("P90", False), ("P99", False), ("size", False), ("MB/s", False),
+           ("", True))          # where the row comes from: empty (measured here) or 'imported [1]'
 GROUPS = ((3, 8, "time (us) at the smallest size"), (8, 10, "bandwidth at the largest"))
 GAP = "  "
 
@@ -34,13 +37,17 @@ def summary(ds, path: Path, check: bool = False) -> int:
     asked = [s for s in ds["status"].values.ravel().tolist() if s != "skipped"]
     print(f"launches: {asked.count('ok')} ok of {len(asked)}")
     print(format_table(summary_rows(ds)))
+    for number, legend in enumerate(legends(curve_origins(ds))[1], start=1):
+        print(f"[{number}] {legend}")
     return 1 if _missing(ds, path) and check else 0
 
 
 def summary_rows(ds) -> list[list[str]]:
     """One row of COLUMNS' cells per measured curve; a curve without data has 'no data' and its
-    launches' outcomes in place of the numbers."""
+    launches' outcomes in place of the numbers. An imported curve's last cell is its mark and the
+    number of its legend line (origins.legends): 'imported [1]', 'imported, partial [2]'."""
     stats = ds.commbench.summary(ci=False)[["median", *TIMES, "bandwidth"]]
+    marks = curve_marks(curve_origins(ds))
     rows = []
     for lib in ds.library.values:
         for pl in ds.placement.values:
@@ -60,7 +67,7 @@ def summary_rows(ds) -> list[list[str]]:
                 bandwidth = format_mbps(float(large["bandwidth"])) if int(large["size"]) else "-"
                 rows.append(labels + [format_size(int(small["size"]))]
                             + [format_us(float(small[name])) or "-" for name in TIMES]   # -: not measured
-                            + [format_size(int(large["size"])), bandwidth or "-"])
+                            + [format_size(int(large["size"])), bandwidth or "-", marks.get(tuple(labels), "")])
     return rows
 
 

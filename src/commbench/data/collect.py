@@ -7,7 +7,6 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -16,6 +15,7 @@ from commbench import __version__
 from commbench.campaign import Campaign
 from commbench.data.failures import library_failure, library_status
 from commbench.data.kernels import description_of, is_windowed, kernel_coordinates, recorded_timing, TIMING_LONG_NAME
+from commbench.data.sample_sinks import FileSamples, MemorySamples
 from commbench.data.samples import POINT_DIMS, STAT_COORDS, PointStatistics, point_statistics, start_variable
 from commbench.io import conventions
 from commbench.io.raw import LaunchResult, RawFileError, read_raw
@@ -41,41 +41,6 @@ def read_all(paths, on_error: str = "raise", log=sys.stderr) -> tuple[list[Launc
 
 def _index(values: list) -> dict:
     return {value: i for i, value in enumerate(values)}
-
-
-class _MemorySamples:
-    """Samples kept in memory (interactive runs, tests): any order in, RAGGED_ORDER out; a point
-    given twice keeps its last samples."""
-
-    def __init__(self):
-        self.points: dict[tuple, np.ndarray] = {}
-
-    def add(self, key: tuple, samples: np.ndarray) -> None:
-        self.points[key] = samples
-
-    def array(self) -> np.ndarray:
-        return np.concatenate([self.points[k] for k in sorted(self.points)]) if self.points else np.empty(0)
-
-
-class _FileSamples:
-    """Samples appended to a binary file (float64) as they are read, so that collecting holds one
-    launch's samples at a time; they must come in RAGGED_ORDER, as a campaign's raw files do."""
-
-    def __init__(self, path):
-        self.path, self.last, self.count = Path(path), None, 0
-        self.file = open(self.path, "wb")
-
-    def add(self, key: tuple, samples: np.ndarray) -> None:
-        if self.last is not None and key <= self.last:
-            raise ValueError(f"samples of point {key} came after {self.last}: raw files must be collected "
-                             f"in the campaign's order")
-        self.last = key
-        np.asarray(samples, dtype=np.float64).tofile(self.file)
-        self.count += len(samples)
-
-    def array(self) -> np.ndarray:
-        self.file.close()
-        return np.memmap(self.path, dtype=np.float64, mode="r", shape=(self.count,)) if self.count else np.empty(0)
 
 
 def stream_raw(paths, refused: list, log=sys.stderr):
@@ -108,7 +73,7 @@ def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries
     and build.json records. Cells of failed or refused launches keep their status and no samples.
     """
     axes = _Axes(campaign)
-    sink = _FileSamples(samples_file) if samples_file else _MemorySamples()
+    sink = FileSamples(samples_file) if samples_file else MemorySamples()
     runs = _RunRecords.blank(campaign, axes)
     batches = _read_launches(results, axes, runs, sink)
     sizes, points = _point_records(batches, axes)
@@ -147,6 +112,8 @@ class _RunRecords:
     env: np.ndarray       # the variables commbench's launcher set (JSON), as each launch recorded them
     reason: np.ndarray
     kernel_info: np.ndarray
+    round: np.ndarray            # the launch's place in the campaign's rounds, as it recorded it (-1: none)
+    round_position: np.ndarray
     version: dict[str, str]
     metric: dict[str, str]
     window_buffers: dict[str, str]   # windowed kernels: shared | distinct, as run
@@ -155,6 +122,7 @@ class _RunRecords:
     all_hosts: set[str] = field(default_factory=set)
     # placement -> (transport, emulated, emulation) as run
     measured_on: dict[str, tuple[str, bool, str]] = field(default_factory=dict)
+    link_shaper: dict[str, str] = field(default_factory=dict)   # placement -> netem | tbf (launch.netem)
 
     @classmethod
     def blank(cls, campaign: Campaign, axes: _Axes) -> _RunRecords:
@@ -175,6 +143,8 @@ class _RunRecords:
             env=np.full(run_shape, "", dtype=object),
             reason=np.full(run_shape, "", dtype=object),
             kernel_info=np.full(run_shape, "", dtype=object),
+            round=np.full(run_shape, -1, dtype=np.int64),
+            round_position=np.full(run_shape, -1, dtype=np.int64),
             version={name: "" for name in axes.libraries},
             metric={name: "" for name in axes.kernels},
             window_buffers={name: "" for name in axes.kernels},
@@ -197,12 +167,15 @@ def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecor
             continue
         runs.status[cell] = meta["status"]
         runs.started[cell] = meta.get("started", "")
+        runs.round[cell], runs.round_position[cell] = meta.get("round", -1), meta.get("round_position", -1)
         if result.status != "ok":
             runs.reason[cell] = meta.get("reason", "")
             continue
         if "transport" in meta:
             runs.measured_on[meta["placement"]] = (meta["transport"], bool(meta["emulated"]),
                                                    meta.get("emulation", ""))
+        if meta.get("link_shaper"):
+            runs.link_shaper[meta["placement"]] = meta["link_shaper"]
         run = result.run
         runs.resolution[cell] = run["timer_resolution_s"]
         runs.overhead[cell] = run["harness_overhead_s"]
@@ -306,6 +279,13 @@ def _coordinates(campaign: Campaign, axes: _Axes, sizes: list[int], runs: _RunRe
                                        for p in placement_specs], {"units": "bit/s", "long_name": "emulated link rate"}),
         "mtu": ("placement", [p["network"]["mtu"] if "network" in p else 0 for p in placement_specs],
                 {"units": "bytes", "long_name": "emulated link MTU (0: not emulated)"}),
+        "link_delay": ("placement", [netem.delay_seconds(p["network"]["delay"]) if p.get("network", {}).get("delay")
+                                     else 0.0 for p in placement_specs], {"units": "s", "long_name": "emulated link delay"}),
+        "link_loss": ("placement", [float(p.get("network", {}).get("loss", 0)) for p in placement_specs],
+                      {"units": "percent", "long_name": "emulated link's packet loss"}),
+        "link_shaper": ("placement", [runs.link_shaper.get(name, "") for name in axes.placements],
+                        {"long_name": "what made the emulated links: netem (every packet serialised at the rate) "
+                                      "or tbf (a token bucket)"}),
         "library_version": ("library", [runs.version[name] or "unknown" for name in axes.libraries]),
         "mpi": ("library", mpi),
         "family": ("library", [libraries.get(m, {}).get("family", "unknown") for m in mpi]),
@@ -360,6 +340,12 @@ def _data_variables(sink, points: _PointRecords, runs: _RunRecords) -> dict:
         "timer_resolution_s": (RUN_DIMS, runs.resolution, {"units": "s"}),
         "harness_overhead_s": (RUN_DIMS, runs.overhead, {"units": "s"}),
         "started": (RUN_DIMS, runs.started.astype(str)),
+        "round": (RUN_DIMS, runs.round, {"units": "1", "long_name": "the round the launch ran in (round r runs "
+                                                                   "every library, placement and kernel once); "
+                                                                   "-1: not recorded"}),
+        "round_position": (RUN_DIMS, runs.round_position,
+                           {"units": "1", "long_name": "when the launch ran in its round (0: first; the order "
+                                                       "drawn from round_seed); -1: not recorded"}),
         "hosts": (RUN_DIMS, runs.hosts.astype(str)),
         "cpu_binding": (RUN_DIMS, runs.binding.astype(str), {"long_name": "CPUs each rank may run on"}),
         "launch_env": (RUN_DIMS, runs.env.astype(str), {"long_name": "environment variables commbench's launcher "
@@ -393,4 +379,6 @@ def _attributes(campaign: Campaign, builds: dict[str, dict], runs: _RunRecords,
         "first_launch": min((s for s in runs.started.ravel() if s), default=""),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "refused_files": json.dumps([str(e) for e in refused]),
+        # The seed of the launches' order in each round (commbench.campaign.rounds), where it ran in rounds.
+        **({"round_seed": campaign.round_seed} if campaign.round_seed is not None else {}),
     }

@@ -12,7 +12,8 @@ row. Beside a campaign's variables it holds:
   how that differs from the commbench kernel's metric;
 - `partial` (per launch): the file stopped short of what it was to run (imported with --partial);
 - the library coordinates `imported` (True) and `source`, and each launch's `kernel_info`: its file's
-  provenance (path, sha256, suite, version, options, the ranks it states or "unknown").
+  provenance (path, sha256, suite, version, options, the ranks it states or "unknown") and its
+  `sample_column`: the `reported` column that gives the point's one sample.
 
 The attributes say which files made the dataset and which were refused (`refused_files`). Nothing
 of the machine doing the import (CPU, OS, kernel sources) is recorded as if it had measured them.
@@ -197,7 +198,7 @@ def _launch_result(m: Measurement, label: str, library: str, placement: str, lau
         launch={"library": library, "placement": placement, "kernel": label, "launch": launch, "status": "ok",
                 "started": "", "transport": "unknown", "emulated": False},
         run={"library_version": "", "hosts": [], "timer_resolution_s": math.nan, "harness_overhead_s": math.nan,
-             "metric": m.metric, "kernel_info": m.provenance, "args": args},
+             "metric": m.metric, "kernel_info": {**m.provenance, "sample_column": m.sample}, "args": args},
         points=points, end={"status": "ok", "points": len(points)})
 
 

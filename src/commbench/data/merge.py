@@ -14,9 +14,10 @@ import xarray as xr
 
 from commbench.data.samples import POINT_DIMS, ragged_positions, start_variable
 
-# What a cell holds where a dataset has no such library, placement, kernel, size or launch.
-_FILL = {"status": "missing", "settled": False, "iters_per_sample": 0, "position": -1, "sample_count": 0,
-         "started": "", "hosts": "", "cpu_binding": "", "launch_env": "", "kernel_info": "", "reason": "",
+# What a cell holds where a dataset has no such library, placement, kernel, size or launch: that side
+# never asked for it, so its status is "skipped" (not "missing", a launch asked for that gave no file).
+_FILL = {"status": "skipped", "settled": False, "iters_per_sample": 0, "position": -1, "sample_count": 0,
+         "round": -1, "round_position": -1, "started": "", "hosts": "", "cpu_binding": "", "launch_env": "", "kernel_info": "", "reason": "",
          "partial": False, "suite_metric": ""}
 # The axes a row is appended along (library) or that hold samples, never merged as a union.
 _NOT_UNITED = ("library", "sample")
@@ -27,7 +28,7 @@ def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None
 
     library: the new row's label (default: "<library> (interactive)"), so that a library the
     campaign already measured stays distinct from its interactive measurement. Other axes are
-    the union of both; cells one side lacks are NaN with status "missing", as in a campaign.
+    the union of both; cells one side lacks are NaN with status "skipped": it never asked for them.
     """
     if ds.sizes["library"] != 1:
         raise ValueError("append one library at a time")

@@ -174,3 +174,14 @@ def from_cube(time: xr.DataArray) -> tuple[np.ndarray, PointStatistics]:
     per_point = [dense[index][np.isfinite(dense[index])] for index in indices]
     stats.put(indices, per_point)
     return (np.concatenate(per_point) if per_point else np.empty(0)), stats
+
+
+def launches_cube(per_launch: list[dict[int, np.ndarray]], sizes) -> np.ndarray:
+    """Times (sizes, launches, samples) from each launch's {size: samples}, padded with NaN to the
+    longest point: the layout of synthetic.dataset_from_cubes and of the curve detectors."""
+    width = max(len(samples) for run in per_launch for samples in run.values())
+    times = np.full((len(sizes), len(per_launch), width), np.nan)
+    for number, run in enumerate(per_launch):
+        for row, size in enumerate(sizes):
+            times[row, number, :len(run[size])] = run[size]
+    return times

@@ -177,6 +177,47 @@ def generate(sizes, truth: GroundTruth, noise: Noise = Noise(), n_samples: int =
     return SyntheticCurve(sizes=sizes, times=times, truth=truth, noise=noise)
 
 
+@dataclass(frozen=True)
+class Drift:
+    """What changes over a campaign that runs in rounds, for every row alike: round `slow_round` (None:
+    none) `slow_factor` times slower (another job on the node for a while), and a ramp that makes each
+    launch slower than the one before it, the last `ramp` slower than the first (0.1: 10%; a filling
+    page cache, a warming machine)."""
+
+    slow_round: int | None = None
+    slow_factor: float = 1.15
+    ramp: float = 0.0
+
+
+def in_rounds(curves: dict, drift: Drift = Drift(), seed: int = 0) -> "xr.Dataset":
+    """A campaign dataset from {(library, placement, kernel): SyntheticCurve with a launch axis}, run in
+    rounds as campaigns are: round r runs launch r of every curve, in an order drawn at random per round
+    from `seed`; `drift` applies by each launch's time in the campaign. The dataset records `round` and
+    `round_position` as collected campaigns do."""
+    keys = list(curves)
+    rounds = max(curve.times.shape[1] for curve in curves.values())
+    rng = np.random.default_rng(seed)
+    positions = {key: np.full(rounds, -1, dtype=np.int64) for key in keys}
+    factors = {key: np.ones(rounds) for key in keys}
+    total = rounds * len(keys)
+    for r in range(rounds):
+        for position, index in enumerate(rng.permutation(len(keys))):
+            key = keys[index]
+            positions[key][r] = position
+            elapsed = (r * len(keys) + position) / max(total - 1, 1)
+            factors[key][r] = (1 + drift.ramp * elapsed) * (drift.slow_factor if r == drift.slow_round else 1.0)
+    ds = dataset_from_cubes({key: (curve.sizes, curve.times * factors[key][None, :curve.times.shape[1], None])
+                             for key, curve in curves.items()}, rounds=True)
+    position = np.full(ds["round"].shape, -1, dtype=np.int64)
+    for (library, placement, kernel), values in positions.items():
+        cell = (list(ds["library"].values).index(library), list(ds["placement"].values).index(placement),
+                list(ds["kernel"].values).index(kernel))
+        position[cell] = np.where(ds["round"].values[cell] >= 0, values, -1)
+    ds["round_position"] = (ds["round"].dims, position, {"long_name": "place of the launch in its round's order"})
+    ds.attrs["round_seed"] = seed
+    return ds
+
+
 def with_change(curve: SyntheticCurve, factor: float, low: int, high: int) -> SyntheticCurve:
     """The same samples with those of sizes low..high (bytes, inclusive) times `factor`: a change
     planted over a size range (an update that made them slower, factor > 1, or faster)."""
@@ -225,9 +266,10 @@ def campaign_dataset(curves: dict) -> "xr.Dataset":
     return dataset_from_cubes({key: (curve.sizes, curve.times) for key, curve in curves.items()})
 
 
-def dataset_from_cubes(cubes: dict) -> "xr.Dataset":
+def dataset_from_cubes(cubes: dict, rounds: bool = False) -> "xr.Dataset":
     """The same from {(library, placement, kernel): (sizes, times)} with times (n_sizes, n_samples)
-    or (n_sizes, n_launches, n_samples), NaN-padded: samples measured outside a campaign."""
+    or (n_sizes, n_launches, n_samples), NaN-padded: samples measured outside a campaign. rounds=True:
+    launch r of every row ran in round r (the rows took turns), recorded in `round` as a campaign does."""
     import xarray as xr
 
     from commbench.data.opening import ragged
@@ -242,8 +284,14 @@ def dataset_from_cubes(cubes: dict) -> "xr.Dataset":
         rows = np.searchsorted(sizes, curve_sizes)
         cell = (names[0].index(library), names[1].index(placement), names[2].index(kernel))
         time[cell][rows, :cube.shape[1], :cube.shape[2]] = cube
-    return ragged(xr.Dataset(
+    ds = ragged(xr.Dataset(
         {"time": (("library", "placement", "kernel", "size", "launch", "sample"), time, {"units": "s"})},
         coords={"library": names[0], "placement": names[1], "kernel": names[2],
                 "size": ("size", sizes, {"units": "bytes"}), "launch": np.arange(n_launches),
                 "sample": np.arange(n_samples)}))
+    if rounds:
+        ran = np.isfinite(time).any(axis=(3, 5))                        # (library, placement, kernel, launch)
+        ds["round"] = (("library", "placement", "kernel", "launch"),
+                       np.where(ran, np.arange(n_launches), -1).astype(np.int64),
+                       {"long_name": "round the launch ran in (-1: it did not run)"})
+    return ds

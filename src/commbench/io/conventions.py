@@ -13,7 +13,7 @@ decode, when it is written and opened):
   back as text. The meanings are read from each file, so a file stays readable whatever statuses
   later versions add. The true/false `settled` and `emulated` are byte flags on disk;
 - timestamps: a launch's `started` is a datetime64 (NaT where the launch never started), written as
-  seconds since 1970-01-01 (UTC). Global `created` and `first_launch` stay ISO 8601 text, which
+  milliseconds since 1970-01-01 (UTC), as launch records have them. Global `created` and `first_launch` stay ISO 8601 text, which
   netCDF attributes can hold and people can read.
 """
 
@@ -58,8 +58,10 @@ ATTRIBUTES = {
 # The true/false variables, as CF flags (xarray writes a bool as a byte).
 FLAGS = {"settled": "not_settled settled", "emulated": "not_emulated emulated", "windowed": "not_windowed windowed"}
 
-# How `started` is written: whole seconds are exact in float64, and NaT becomes NaN (_FillValue).
-TIME_ENCODING = {"units": "seconds since 1970-01-01 00:00:00", "calendar": "proleptic_gregorian", "dtype": "float64"}
+# How `started` is written: whole milliseconds (launch records have no finer) as integers, which decode
+# exactly (a float's milliseconds come back some hundred nanoseconds off); NaT is the _FillValue.
+TIME_ENCODING = {"units": "milliseconds since 1970-01-01 00:00:00", "calendar": "proleptic_gregorian",
+                 "dtype": "int64", "_FillValue": np.iinfo(np.int64).min}
 
 
 def describe(ds: xr.Dataset, description: str = "",
@@ -98,7 +100,7 @@ def timestamps(values) -> np.ndarray:
 
 def encode(ds: xr.Dataset, path) -> tuple[xr.Dataset, dict]:
     """The dataset as written to `path`, and the netCDF encoding of its variables: `status` as codes
-    with its flags, `started` as CF time (seconds since 1970). A status outside STATUSES is refused,
+    with its flags, `started` as CF time (milliseconds since 1970). A status outside STATUSES is refused,
     naming it."""
     encoding = {}
     if "status" in ds and ds["status"].dtype.kind in "OUS":

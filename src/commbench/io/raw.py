@@ -289,7 +289,8 @@ def launch_record(status: str, meta: dict, started=None, **details) -> dict:
     exit code, reason...). The one place a launch record is made, by campaigns and interactive runs."""
     when = started or datetime.now(timezone.utc)
     return {"record": "launch", "schema": RAW_SCHEMA, "status": status, **meta,
-            "started": when.isoformat(timespec="seconds"), **details}
+            # Milliseconds: a round's short launches follow each other within a second.
+            "started": when.isoformat(timespec="milliseconds"), **details}
 
 
 def failure_reason(status: str, exit_code: int | None, problem: str | None, timeout_s: float) -> str:

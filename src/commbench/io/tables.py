@@ -7,9 +7,12 @@ so that the formats, the refusal of a suffix it does not write and the messages 
 
 from __future__ import annotations
 
+import json
 import sys
+from datetime import date
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 FORMATS = ("csv", "json", "parquet")
@@ -42,6 +45,19 @@ def table_format(output, allowed=FORMATS, default: str | None = None, requested:
     return suffix
 
 
+def json_records(table: pd.DataFrame) -> str:
+    """The table as a JSON list of records, every number as it is (Python's shortest exact form: pandas'
+    to_json keeps 10 decimal places, so 1.0752688172043e-07 s would read back as 1.075e-07), blank, NaN
+    and infinite cells as null, times in ISO 8601."""
+    cells = table.copy()
+    for name in cells.columns[[kind in "fc" for kind in cells.dtypes.map(lambda dtype: dtype.kind)]]:
+        cells[name] = cells[name].where(np.isfinite(cells[name]))
+    cells = cells.astype(object).where(cells.notna(), None)
+    return json.dumps(cells.to_dict(orient="records"), indent=1, allow_nan=False,
+                      default=lambda value: value.isoformat() if isinstance(value, date) else
+                      value.item() if isinstance(value, np.generic) else str(value))
+
+
 def write_table(table: pd.DataFrame, path, fmt: str) -> Path | None:
     """Writes `table` to `path` as `fmt` (csv, json records, parquet), `-` meaning standard output;
     returns the path written (None for standard output)."""
@@ -50,9 +66,11 @@ def write_table(table: pd.DataFrame, path, fmt: str) -> Path | None:
     if fmt == "csv":
         table.to_csv(target, index=False)
     elif fmt == "json":
-        table.to_json(target, orient="records", indent=1)
+        text = json_records(table)
         if to_stdout:
-            print()
+            print(text)
+        else:
+            target.write_text(text + "\n")
     elif fmt == "parquet":
         try:
             import pyarrow  # noqa: F401

@@ -54,7 +54,7 @@ PREVIOUS_RUN_SLACK_S = 60
 def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: list[str], placement: Placement,
                library: str, launch: int, output, timeout_s: float,
                library_env: dict[str, str] | None = None, log=None, scratch=None,
-               settings: dict | None = None) -> dict:
+               settings: dict | None = None, turn: dict[str, int] | None = None) -> dict:
     """Runs one launch and writes `output`; returns its launch record. Never raises for a failed run;
     raises, leaving no raw file (so that it is redone), where it cannot be recorded (WriteError: a full
     disk) or a previous run of it still holds its lock after the longest it could take (LockTimeout).
@@ -65,11 +65,13 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
     `scratch` for any files it makes (io kernels); it is removed when the launch ends, however it
     ends. `settings` (the campaign's view of the launch) is kept in the launch record, so that a
     later campaign can tell whether rerunning it would replace these results with differently
-    configured ones."""
+    configured ones. `turn` (a campaign's launches: {"round": r, "round_position": p}, from
+    Campaign.turn) is the launch's place in the campaign's rounds, kept in its launch record."""
     meta = {"library": library, "mpi": installation.get("name"), "family": installation.get("family"),
             "library_version": installation.get("version"), "launcher": installation.get("launcher"),
             "placement": placement.name, "nodes": placement.nodes, "ppn": placement.ppn,
             "nprocs": placement.nprocs, "kernel": kernel, "launch": launch}
+    meta.update(turn or {})
     if settings is not None:
         meta["settings"] = settings
     output = Path(output)
@@ -145,6 +147,10 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
     cluster = None
     try:
         meta["emulation"] = emulation_of(placement)
+        if placement.emulated and (placement.network or placement.switch):
+            meta["link_shaper"] = netem.shaper()   # netem or tbf: what the links were (commbench.launch.netem)
+            if placement.network:
+                netem.link_arguments(placement.network)   # refuses a delay or loss this host cannot make
         if meta["emulation"] == "namespaces":
             cluster = cleanup.enter_context(vnodes.virtual_cluster(placement.nodes, placement.network, placement.switch))
         plan = plan_launch(installation, placement, str(Path(binary).resolve()), kernel_args,
@@ -153,6 +159,8 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
         return record_not_run(output, meta, "unsupported", str(refusal))
     except vnodes.VirtualNodesError as error:
         return record_not_run(output, meta, "failed", f"its virtual nodes could not be made: {error}")
+    except netem.LinkError as error:
+        return record_not_run(output, meta, "failed", f"its emulated links could not be made: {error}")
     env = {**os.environ, **allocation, **plan.env}
     argv = in_environment(installation["env_dir"], shlex.join(plan.command))
     if (placement.network or placement.switch) and not placement.emulated:

@@ -4,7 +4,9 @@ the data say the host may have been busy or the tails are wide. A campaign in wh
 data gets instead which rows gave none and why.
 
 Every number is read from the dataset (through ReportData.points and the per-point records); the
-warnings are possibilities the data point to, worded as such, never a diagnosis.
+warnings are possibilities the data point to, worded as such, never a diagnosis. A curve imported
+from another suite's files is marked (its `source`, with a numbered legend line saying what its numbers
+are) and left out of the precision statements: no precision target applied to it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from commbench.data.origins import curve_marks, curve_origins, imported_libraries, legends
 from commbench.report.analysis_table import ReportData
 from commbench.units import format_interval, format_mbps, format_number, format_size, format_us
 
@@ -63,8 +66,18 @@ def at_a_glance(data: ReportData) -> Glance:
     ds = data.ds
     if data.points.empty:
         return Glance(pd.DataFrame(), [_launch_line(ds)], no_data=_no_data_rows(ds))
-    lines = [_precision_line(ds), _launch_line(ds)]
+    lines = [_precision_line(ds), _launch_line(ds), *_imported_lines(ds)]
     return Glance(_headline(data), [line for line in lines if line], _warnings(ds))
+
+
+def _imported_lines(ds) -> list[str]:
+    """What the imported curves' numbers are, a numbered line each, as the headline's `source` cites them."""
+    lines = legends(curve_origins(ds))[1]
+    if not lines:
+        return []
+    return (["Rows whose source is imported [n] were measured by other suites and read from their files (Methods, "
+             "Imported rows, names each file), with no precision target; line [n] says what their numbers are:"]
+            + [f"[{number}] {line}." for number, line in enumerate(lines, start=1)])
 
 
 def _headline(data: ReportData) -> pd.DataFrame:
@@ -74,6 +87,7 @@ def _headline(data: ReportData) -> pd.DataFrame:
     if kernel is not None:
         points = points[points["kernel"] == kernel]
     rows = []
+    marks = curve_marks(curve_origins(data.ds))
     for (library, placement, kernel), curve in points.groupby(["library", "placement", "kernel"], sort=False):
         smallest = curve.loc[curve["size"].idxmin()]
         sized = curve[curve["size"] > 0]
@@ -88,17 +102,26 @@ def _headline(data: ReportData) -> pd.DataFrame:
             "peak at": "" if peak is None else format_size(peak["size"]),
             "launches": int(smallest["launches"]),
         })
+        if marks:
+            rows[-1]["source"] = marks.get((str(library), str(placement), str(kernel)), "measured")
     return pd.DataFrame(rows).head(MAX_ROWS)
 
 
 def _measured(ds) -> np.ndarray:
-    return ds["sample_count"].values > 0
+    """Points commbench measured, to a precision target (an imported point had none)."""
+    measured = ds["sample_count"] > 0
+    imported = imported_libraries(ds)
+    if imported:
+        measured = measured & ~ds["library"].isin(imported)
+    return measured.transpose(*ds["sample_count"].dims).values
 
 
 def _precision_line(ds) -> str:
     if "settled" not in ds:
         return ""
     measured = _measured(ds)
+    if not measured.any():
+        return ""
     settled = int((ds["settled"].values.astype(bool) & measured).sum())
     config = ds.attrs.get("campaign_config", "")
     target = _rse_target(config)
@@ -160,7 +183,7 @@ def _warnings(ds) -> list[str]:
             found.append(f"launches disagree: at {int(far.sum())} of {int(several.sum())} points the launches' "
                             f"medians are {LAUNCHES_APART:g}x apart or more (at most {format_number(apart[worst], 3)}x: "
                             f"{where})")
-    if "settled" in ds:
+    if "settled" in ds and _measured(ds).any():
         share = (ds["settled"].values.astype(bool) & _measured(ds)).sum() / max(int(_measured(ds).sum()), 1)
         if share < FEW_SETTLED:
             found.append(f"only {share:.0%} of the points met the precision target")

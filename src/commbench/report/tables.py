@@ -4,7 +4,9 @@ bandwidth), each a `Table` or a `Skipped` that says what the dataset lacks, and 
 report has (findings, failed launches, integrity errors, provenance).
 
 Units: bytes and seconds in the data, MB/s = 1e6 B/s and microseconds in tables,
-as the reports do.
+as the reports do. Where the dataset holds rows imported from another suite's files, the study tables
+have a `source` column: "measured", or "imported [n]" citing the numbered line At a glance that says
+what its numbers are (commbench.data.origins).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import xarray as xr
 
 from commbench.analysis import models
 from commbench.campaign import kernel_of
+from commbench.data.origins import curve_marks, curve_origins
 from commbench.report.analysis_table import ReportData, _rows_of
 from commbench.report.elements import Skipped, Table
 from commbench.units import MB, US, format_exact_size, format_number, format_seconds, format_size
@@ -60,6 +63,7 @@ def performance_table(data: ReportData) -> Table | Skipped:
                                                                      kernel=kernel)):
             row.update(regime_columns(fit.sel(library=library, placement=placement, kernel=kernel)))
         rows.append(row)
+    frame = with_sources(data.ds, pd.DataFrame(rows), kernel)
     return Table("performance-table", title,
                  f"{kernel}. Latency at the smallest size: mean, P50, P90 and P99 of a typical launch (the median "
                  f"over launches of each launch's own; P50 is the median). Bandwidth: "
@@ -69,7 +73,31 @@ def performance_table(data: ReportData) -> Table | Skipped:
                  f"The single-line Hockney fit T = latency + size / bandwidth is shown only where it fits: "
                  f"its relative residual is within {models.NOISE_Z:g} standard errors of the point's median "
                  f"(from the spread of its samples and launches) at all but {models.MISFIT_FRACTION:.0%} of "
-                 f"the sizes; elsewhere it lies between regimes and describes none.", pd.DataFrame(rows))
+                 f"the sizes; elsewhere it lies between regimes and describes none."
+                 + IMPORTED_NOTE * ("source" in frame), frame)
+
+
+# What a table's caption adds where it has imported rows.
+IMPORTED_NOTE = (" Rows whose source is imported [n] were measured by another suite and read from its files "
+                 "(line [n] At a glance says what their numbers are; Methods, Imported rows, names the files): one "
+                 "value per size, so no interval, and percentiles only where the files report them.")
+
+
+def with_sources(ds: xr.Dataset, frame: pd.DataFrame, kernel: str | None = None) -> pd.DataFrame:
+    """`frame` (a row per library and placement, and per kernel where it has a kernel column, else of
+    `kernel`) with a `source` column where the dataset has imported curves: "measured" or the curve's
+    mark and legend number ("imported [1]"); unchanged where it has none."""
+    marks = curve_marks(curve_origins(ds))
+    if not marks or frame.empty:
+        return frame
+
+    def source(row) -> str:
+        return marks.get((str(row["library"]), str(row["placement"]), str(row.get("kernel", kernel))), "measured")
+
+    frame = frame.copy()
+    frame.insert(list(frame.columns).index("kernel" if "kernel" in frame else "placement") + 1, "source",
+                 frame.apply(source, axis=1))
+    return frame
 
 
 def regime_columns(cell: xr.Dataset) -> dict:
@@ -137,9 +165,10 @@ def multipair_table(data: ReportData) -> Table | Skipped:
                           "tasks per node": rows["ppn"], "size": rows["size"].map(format_size),
                           "aggregate (MB/s)": rows["bandwidth_MBps"],
                           "per pair (MB/s)": rows["bandwidth_MBps"] / pairs})
+    frame = with_sources(data.ds, frame)
     return Table("multipair-table", "Bandwidth per tasks per node",
-                 "Multi-pair bandwidth at the largest size: all pairs together and per pair.",
-                 frame.sort_values(["library", "kernel", "tasks per node"]))
+                 "Multi-pair bandwidth at the largest size: all pairs together and per pair."
+                 + IMPORTED_NOTE * ("source" in frame), frame.sort_values(["library", "kernel", "tasks per node"]))
 
 
 TABLES = (performance_table, halo_speedup_table, multipair_table)
@@ -172,7 +201,7 @@ def provenance_tables(ds: xr.Dataset) -> list[Table]:
         "library": ds["library"].values,
         "version": [str(v).strip().splitlines()[0] if str(v).strip() else "" for v in ds["library_version"].values],
         "family": ds["family"].values, "compiler": ds["compiler"].values, "environment": ds["library_env"].values})
-    for extra in ("launcher", "library_status", "build_warnings"):   # datasets collected before these had none
+    for extra in ("launcher", "library_status", "build_warnings", "source"):   # not in older or unimported datasets
         if extra in ds.coords:
             libraries[extra] = ds[extra].values
     placement_coords = [c for c in ("nodes", "ppn", "nprocs", "transport", "emulated", "network_rate", "mtu")

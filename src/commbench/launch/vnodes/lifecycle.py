@@ -1,13 +1,13 @@
 """Making and removing clusters of virtual nodes.
 
-Each link (the node's veth pair) may carry a token-bucket rate and an MTU (the campaign's
-`network:` block). Both directions of a link share one bucket (an ifb device in the node that
-all of eth0's traffic passes), as they share the loopback's in the loopback emulation: a bucket
-per direction would bank the idle reverse leg of a ping-pong and carry each small message at
-twice the rate, and a bucket small enough not to bank (a packet, as a wire) cannot keep 1 Gbit/s
-here (86 MB/s of 119.5 with two packets). A `switch:` rate shapes all traffic that enters the
-bridge together (every node's uplink passes one ifb device), so that pairs of nodes contend for
-it.
+Each link (the node's veth pair) may carry a rate, an MTU, and a delay and loss (the campaign's
+`network:` block), made by commbench.launch.netem's shaper: netem, which serialises every packet
+at the rate, where the kernel has it, else a token bucket (tbf). Both directions of a link share
+one shaper (an ifb device in the node that all of eth0's traffic passes), as they share the
+loopback's in the loopback emulation: with a token bucket, a bucket per direction would bank the
+idle reverse leg of a ping-pong and carry each small message at twice the rate. A `switch:` rate
+shapes all traffic that enters the bridge together (every node's uplink passes one ifb device),
+so that pairs of nodes contend for it.
 
 The run directory's `owner` file says which process made a cluster. `virtual_cluster()`
 removes everything however its block ends (exception, SIGTERM, SIGHUP); a cluster whose owner
@@ -38,7 +38,7 @@ from commbench.launch.vnodes.node_exec import node_exec_script, processes_on
 
 COMMANDS = ("ip", "nsenter", "unshare", "mount")
 KILL_WAIT_S = 5.0
-LINK_SHAPER = "shaper"         # in each node: the ifb whose token bucket is the node's link
+LINK_SHAPER = "shaper"         # in each node: the ifb whose queueing discipline is the node's link
 STAGING_PREFIX = ".new-"       # a run directory being made; one older than STAGING_STALE_S was abandoned
 STAGING_STALE_S = 60.0
 
@@ -144,6 +144,11 @@ def _cpu_list(cpus) -> str:
 
 def _make_network(cluster: VirtualCluster) -> None:
     mtu = str((cluster.network or {}).get("mtu", 1500))
+    try:   # before any link is made: one this host cannot make (delay or loss without netem) is refused
+        link_qdisc = netem.link_arguments(cluster.network) if cluster.network else None
+        switch_qdisc = netem.switch_arguments(cluster.switch, int(mtu)) if cluster.switch else None
+    except netem.LinkError as error:
+        raise VirtualNodesError(str(error)) from None
     # Bridged frames skip the host's packet filter: a FORWARD policy of DROP (Docker's) would
     # otherwise drop traffic between nodes.
     _run(["ip", "link", "add", cluster.bridge, "type", "bridge", "nf_call_iptables", "0",
@@ -154,8 +159,7 @@ def _make_network(cluster: VirtualCluster) -> None:
     if cluster.switch:
         _run(["ip", "link", "add", cluster.switch_device, "type", "ifb"])
         _run(["ip", "link", "set", cluster.switch_device, "mtu", mtu, "up"])
-        _run(["tc", "qdisc", "add", "dev", cluster.switch_device, "root",
-              *netem.tbf_arguments(cluster.switch["rate"], int(mtu))])
+        _run(["tc", "qdisc", "add", "dev", cluster.switch_device, "root", *switch_qdisc])
     for index, node in enumerate(cluster.nodes):
         netns, link = cluster.netns(node), cluster.host_link(index)
         _run(["ip", "netns", "add", netns])
@@ -164,19 +168,18 @@ def _make_network(cluster: VirtualCluster) -> None:
         _run(["ip", "-n", netns, "link", "set", "lo", "up"])
         _run(["ip", "-n", netns, "link", "set", "eth0", "mtu", mtu, "up"])
         _run(["ip", "-n", netns, "addr", "add", f"{node.address}/24", "dev", "eth0"])
-        if cluster.network:   # the link's one token bucket, in the node, for what it sends and receives
+        if link_qdisc:   # the link's one shaper, in the node, for what it sends and receives
             _run(["ip", "-n", netns, "link", "add", LINK_SHAPER, "type", "ifb"])
             _run(["ip", "-n", netns, "link", "set", LINK_SHAPER, "mtu", mtu, "up"])
-            _run(["tc", "-n", netns, "qdisc", "add", "dev", LINK_SHAPER, "root",
-                  *netem.tbf_arguments(cluster.network["rate"], int(mtu))])
+            _run(["tc", "-n", netns, "qdisc", "add", "dev", LINK_SHAPER, "root", *link_qdisc])
             _shape_through("eth0", ("egress", "ingress"), LINK_SHAPER, netns)
-        if cluster.switch:    # what the node sends enters the switch's one token bucket
+        if switch_qdisc:    # what the node sends enters the switch's one shaper
             _shape_through(link, ("ingress",), cluster.switch_device)
 
 
 def _shape_through(device: str, hooks: tuple[str, ...], shaper: str, netns: str | None = None) -> None:
     """Every packet that passes `device` at `hooks` (egress, ingress) first waits in the queue of
-    `shaper` (an ifb device, whose token bucket paces it), then goes on its way."""
+    `shaper` (an ifb device, whose queueing discipline paces it), then goes on its way."""
     tc = ["tc", "-n", netns] if netns else ["tc"]
     _run([*tc, "qdisc", "add", "dev", device, "clsact"])
     for hook in hooks:

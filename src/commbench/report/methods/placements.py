@@ -1,8 +1,8 @@
 """The Methods section's placements: each placement's shape, how its nodes were made (one node, real
 hosts, virtual nodes on one host, or one host's loopback), the transport, the links' rate and MTU, the
 hosts, the environment commbench's launcher set and the CPUs each rank could run on, every one read
-from what the dataset recorded (`emulation`, `transport`, `network_rate`, `mtu`, `switch_rate` on
-the placement; `hosts`, `launch_env`, `cpu_binding` per launch); what it lacks is NOT_RECORDED."""
+from what the dataset recorded (`emulation`, `transport`, `network_rate`, `mtu`, `link_delay`, `link_loss`,
+`link_shaper`, `switch_rate` on the placement; `hosts`, `launch_env`, `cpu_binding` per launch); what it lacks is NOT_RECORDED."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ def placements_section(facts: _Facts):
     """(paragraphs, items): what the placements' emulations are, then one item per placement."""
     ds = facts.ds
     coords = {name: facts.coord(name, "placement") for name in
-              ("nodes", "ppn", "transport", "emulated", "emulation", "network_rate", "mtu", "switch_rate")}
+              ("nodes", "ppn", "transport", "emulated", "emulation", "network_rate", "mtu", "switch_rate",
+               "link_delay", "link_loss", "link_shaper")}
     items = [f"{placement}: {'; '.join(_placement(facts, placement, {k: v.get(placement) for k, v in coords.items()}))}."
              for placement in (str(p) for p in ds["placement"].values)]
     # A placement no launch of which gave data recorded nothing of how it ran.
@@ -66,12 +67,12 @@ def _placement(facts: _Facts, placement: str, get: dict) -> list[str]:
         parts.append("on separate hosts; transport: the network between them")
     else:
         parts.append(f"on one node; transport: {_transport(transport)}")
-    link = _link(get["network_rate"], get["mtu"], emulation)
+    link = _link(get["network_rate"], get["mtu"], emulation, get)
     if link:
         parts.append(link)
     if _finite(get["switch_rate"]):
         parts.append(f"every node's link into one emulated switch of {get['switch_rate'] / 1e6:g} Mbit/s, which all "
-                     "pairs of nodes share")
+                     f"pairs of nodes share ({_shaper(get['link_shaper'])})")
     parts.append(f"hosts: {_distinct(facts, 'hosts', placement)}")
     parts.append(f"environment set: {_environment(facts, placement)}")
     parts.append(f"CPUs each rank could run on (rank by rank): {_distinct(facts, 'cpu_binding', placement, ' | ')}")
@@ -86,17 +87,33 @@ def _finite(value) -> bool:
     return value is not None and np.isfinite(value) and value > 0
 
 
-def _link(rate_bits, mtu, emulation: str) -> str:
-    """The emulated link's rate and MTU, where the placement has one ('' where it has none)."""
+# What each shaper of commbench.launch.netem makes of a link, in the words a reader needs.
+SHAPERS = {
+    "netem": "netem, which serialises every packet at the rate, so each waits its wire bytes over the rate",
+    "tbf": ("a token bucket (tbf) both directions share, which keeps the rate in bulk but passes a small "
+            "message after a pause at once, faster than the rate"),
+}
+
+
+def _shaper(shaper) -> str:
+    return f"shaped by {SHAPERS[shaper]}" if shaper in SHAPERS else f"shaper: {NOT_RECORDED}"
+
+
+def _link(rate_bits, mtu, emulation: str, get: dict) -> str:
+    """The emulated link's rate, MTU, shaper, delay and loss, where the placement has one ('' where it has none)."""
     if not _finite(rate_bits):
         return ""
     from commbench.launch.netem import expected_goodput_bytes_per_s
 
     goodput = expected_goodput_bytes_per_s(f"{rate_bits:.0f}bit", int(mtu)) / 1e6 if mtu else None
     where = {"namespaces": "each virtual node's link", "loopback": "the loopback of a private network namespace"}
-    return (f"{where.get(emulation, 'the emulated link')} limited to {rate_bits / 1e6:g} Mbit/s (a token bucket "
-            f"both directions share) with MTU {f'{int(mtu)} B' if mtu else NOT_RECORDED}"
-            + (f" (bulk TCP payload at most {goodput:.4g} MB/s after IP and TCP headers)" if goodput else ""))
+    faults = [f"a delay of {get['link_delay'] * 1e6:g} us" if _finite(get.get("link_delay")) else "",
+              f"a loss of {get['link_loss']:g}% of packets" if _finite(get.get("link_loss")) else ""]
+    return (f"{where.get(emulation, 'the emulated link')} limited to {rate_bits / 1e6:g} Mbit/s with MTU "
+            f"{f'{int(mtu)} B' if mtu else NOT_RECORDED}"
+            + (f" (bulk TCP payload at most {goodput:.4g} MB/s after IP and TCP headers)" if goodput else "")
+            + f", {_shaper(get.get('link_shaper'))}"
+            + "".join(f", with {fault}" for fault in faults if fault))
 
 
 def _ok_launches(facts: _Facts, name: str, placement: str):

@@ -17,7 +17,9 @@ from commbench.data.kernels import kernel_options, recorded_bytes_factor, window
 from commbench.io.conventions import timestamps
 from commbench.report.methods.facts import (NOT_RECORDED, _count, _duration, _Facts, _grouped, _over_launches,
                                             _span)
+from commbench.report.methods.imported import imported_paragraphs
 from commbench.report.methods.placements import placements_section
+from commbench.report.methods.rounds import rounds_paragraph
 from commbench.units import format_size
 
 # The harness's own names of the timers a campaign's `timer` key chooses (kernels/harness/timer.c).
@@ -26,6 +28,7 @@ TIMER_NAMES = {"mpi_wtime": "MPI_Wtime", "clock_monotonic": "clock_gettime(CLOCK
 # `options`): (campaign key, kernel option, words).
 KERNEL_OPTIONS = (("messages", "messages", "{} messages each way"),
                   ("pieces", "pieces", "{} pieces"),
+                  ("partitions", "partitions", "{} partitions, a thread each"),
                   ("sync", "rma-sync", "{} synchronisation"),
                   ("halo", "halo", "{} halo swaps"),
                   ("proc_grid", "proc-grid", "process grid {}"),
@@ -42,8 +45,10 @@ class Section(NamedTuple):
 def methods(ds: xr.Dataset) -> list[Section]:
     """The Methods section of `ds`'s report, as (heading, paragraphs, items) sections."""
     facts = _Facts(ds)
+    imported, curves = imported_paragraphs(facts)
     return [_kernels(facts), _timer(facts), _stopping(facts), _launches(facts), _placements(facts),
-            _buffers(facts), _statistics(facts), _environment(facts)]
+            _buffers(facts), _statistics(facts), _environment(facts)] \
+        + ([Section("Imported rows", imported, curves)] if imported else [])
 
 
 def _harness_note(facts: _Facts) -> str:
@@ -227,6 +232,7 @@ def _launches(facts: _Facts) -> Section:
         order += (f"; the recorded order (`position`) is not ascending size in {shuffled[0]} of {shuffled[1]} "
                   "launches")
     paragraphs.append(order + ".")
+    paragraphs.append(rounds_paragraph(ds))
     started = facts.per_run("started")
     started = started if started.dtype.kind == "M" else timestamps(started)   # datetimes, or text not yet opened
     started = [f"{np.datetime_as_string(moment, unit='s')} UTC" for moment in np.sort(started[~np.isnat(started)])]
@@ -305,9 +311,10 @@ def _statistics(facts: _Facts) -> Section:
         paragraphs.append(
             "What changed (library rows against each other): per cell (kernel, placement, size) each launch "
             f"gives its {defaults['statistic'].default}; the ratio is candidate over baseline of their geometric "
-            "means; with several launches on a side, Welch's t test on the logarithms of the launch values "
-            "(launch = experimental unit) gives the p value and the ratio's interval (with one launch on one "
-            "side, the other side's variance). p values are adjusted by "
+            "means; with several launches on a side, a t test on the logarithms of the launch values "
+            "(launch = experimental unit; paired by round where both rows ran in rounds, unpaired otherwise, "
+            "the launch variance moderated across neighbouring sizes as limma's moderated t) gives the p value "
+            "and the ratio's interval (with one launch on one side, the other side's variance). p values are adjusted by "
             f"Benjamini-Hochberg over every cell of a comparison (false discovery rate {1 - confidence:g}); a "
             f"cell is regressed or improved where q <= {1 - confidence:g} and the change is at least "
             f"{min_effect:.0%}, unchanged where the whole interval lies within -+{min_effect:.0%}, inconclusive "
