@@ -18,7 +18,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-
 from commbench.analysis.anomalies import detect
 from commbench.data.samples import launches_cube
 from commbench.io.raw import read_raw
