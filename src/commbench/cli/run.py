@@ -116,8 +116,6 @@ def _ended_with(parent: int):
     is at its default: a shell's background job inherits it ignored, and Snakemake would then never stop."""
     def tie() -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        if not sys.platform.startswith("linux"):      # prctl is Linux's; elsewhere Ctrl-C alone stops it
-            return
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGINT))
         if os.getppid() != parent:       # died between the fork and the prctl
             os.kill(os.getpid(), signal.SIGINT)
