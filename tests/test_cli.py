@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import psutil
 import pytest
 import xarray as xr
 
@@ -27,7 +26,6 @@ from commbench.units import format_size, format_us
 
 from conftest import LIBRARIES, interruptible, small_campaign, write_campaign
 from test_compare import campaign as two_rows
-from test_reliability import leftovers, no_leftovers
 
 OSU = Path(__file__).parent / "data" / "osu-7.4"
 COMMBENCH = Path(sys.executable).parent / "commbench"
@@ -312,46 +310,3 @@ def test_ctrl_c_stops_a_run_and_leaves_nothing_running(workspace, built, tmp_pat
     assert process.returncode == 130, out + err
     assert "commbench run: stopped; finished launches are kept" in err
     assert no_leftovers(workspace) == [] and not list(raw.rglob("*.partial"))
-
-
-HANGS = """
-    campaign: {name}
-    libraries:
-      mpich-5.0.2: {{mpi: mpich-5.0.2}}
-    placements: [{{name: 1N2P, nodes: 1, ppn: 2}}]
-    kernels:
-      pingpong.send@hang: {{sizes: {{list: [8, 1Ki]}}, test_hang_after: 1}}
-    launches: 1
-    precision: {{rse: 0.2, min_samples: 3, max_samples: 30, max_point_time: 0.5}}
-    timeout: 120
-"""
-
-
-def workflows(workspace: Path) -> list[str]:
-    """Live Snakemake processes working in `workspace`."""
-    found = []
-    for process in psutil.process_iter(["cmdline", "status"]):
-        cmdline = " ".join(process.info["cmdline"] or [])
-        if process.info["status"] != psutil.STATUS_ZOMBIE and "snakemake" in cmdline and str(workspace) in cmdline:
-            found.append(f"{process.pid} {cmdline[:160]}")
-    return found
-
-
-@pytest.mark.mpi
-def test_a_run_killed_outright_takes_its_workflow_and_launch_along(workspace, built, tmp_path):
-    """SIGKILL (or the OOM killer) gives `commbench run` no chance to stop Snakemake, which runs in a
-    session of its own: the kernel must end it, and the workflow its launch."""
-    campaign = write_campaign(workspace / "config" / "campaigns", HANGS.format(name="killedrun"), "killedrun.yaml")
-    process = subprocess.Popen(commbench_run(workspace, campaign), cwd=tmp_path, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while not leftovers(workspace) and time.monotonic() < deadline:     # until the launch runs
-        time.sleep(0.2)
-    assert leftovers(workspace), "the launch never started"
-    process.kill()
-    process.wait()
-    assert no_leftovers(workspace, within_s=30) == []
-    deadline = time.monotonic() + 30
-    while workflows(workspace) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert workflows(workspace) == []

@@ -17,7 +17,6 @@ A dry run (-n) and Snakemake's other reports go to the console as they are.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import queue
 import re
@@ -105,28 +104,10 @@ def _option(args: list[str], *names: str) -> str | None:
     return None
 
 
-PR_SET_PDEATHSIG = 1       # linux/prctl.h
-
-
-def _ended_with(parent: int):
-    """preexec_fn of the workflow. Snakemake runs in a session of its own, so that a terminal's Ctrl-C
-    reaches it once (through `forward`); then if this process were killed outright (SIGKILL, the OOM
-    killer) nothing would stop it, and it would run on unseen, writing into a pipe nobody reads. So the
-    kernel sends it SIGINT when this process dies (prctl PR_SET_PDEATHSIG), as Ctrl-C would, and SIGINT
-    is at its default: a shell's background job inherits it ignored, and Snakemake would then never stop."""
-    def tie() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGINT))
-        if os.getppid() != parent:       # died between the fork and the prctl
-            os.kill(os.getpid(), signal.SIGINT)
-    return tie
-
-
 def _supervise(command: list[str], log, console: "Console") -> tuple[int, bool]:
     """Runs Snakemake with its output into `log` and through `console`; (exit status, interrupted)."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                               start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                               preexec_fn=_ended_with(os.getpid()))
+                               start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     interrupted = []
 
     def stop_workflow():
