@@ -310,3 +310,48 @@ def test_ctrl_c_stops_a_run_and_leaves_nothing_running(workspace, built, tmp_pat
     assert process.returncode == 130, out + err
     assert "commbench run: stopped; finished launches are kept" in err
     assert no_leftovers(workspace) == [] and not list(raw.rglob("*.partial"))
+
+
+def workflows(workspace: Path) -> list[str]:
+    """Live Snakemake processes working in `workspace`."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        try:
+            cmdline = " ".join(process.info["cmdline"] or [])
+            if process.info["status"] != psutil.STATUS_ZOMBIE and "snakemake" in cmdline and str(workspace) in cmdline:
+                found.append(f"{process.pid} {cmdline[:160]}")
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.mark.mpi
+def test_a_run_killed_outright_takes_its_workflow_and_launch_along(workspace, built, tmp_path):
+    """SIGKILL (the OOM killer) gives `commbench run` no chance to stop Snakemake, which runs in a session
+    of its own: its workflow and the launch under way must end all the same, and leave Snakemake's lock
+    free, so that running the campaign again resumes it."""
+    from test_reliability import leftovers, no_leftovers
+
+    text = small_campaign("killedrun", timeout=120).replace(
+        "pingpong.send: {sizes: {list: [8, 1Ki]}}",
+        "pingpong.send@hang: {sizes: {list: [8, 1Ki]}, test_hang_after: 1}")
+    campaign = write_campaign(workspace / "config" / "campaigns", text, "killedrun.yaml")
+    process = subprocess.Popen(commbench_run(workspace, campaign), cwd=workspace, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True,
+                               env={**os.environ, "COMMBENCH_CACHE": str(tmp_path / "cache")})
+    raw = workspace / "results" / "killedrun" / "raw"
+    deadline = time.monotonic() + 120
+    while not (list(raw.rglob("*.jsonl.partial")) and leftovers(workspace)):   # the launch is measuring
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.3)
+    process.kill()
+    process.wait()
+    assert no_leftovers(workspace, within_s=30) == []
+    deadline = time.monotonic() + 30
+    while workflows(workspace) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert workflows(workspace) == []
+    assert not list((workspace / ".snakemake" / "locks").glob("*")), "Snakemake's lock was left behind"
+    assert not list(raw.rglob("*.partial"))

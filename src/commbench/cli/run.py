@@ -11,7 +11,9 @@ lines are told apart by the rule names of workflow/rules/*.smk.
 Snakemake runs in a session of its own, so that it and its jobs hear of Ctrl-C from commbench only:
 Ctrl-C (SIGINT), SIGTERM and SIGHUP are passed to its whole process group as the SIGINT a terminal's
 Ctrl-C sends a plain `snakemake`, which ends the running launches (Snakemake itself waits for its jobs
-to end) and the workflow cleanly; finished launches are kept and a rerun resumes.
+to end) and the workflow cleanly; finished launches are kept and a rerun resumes. The session's first
+process is a small guard (commbench.launch.supervision.guarded_workflow) that does the same when
+`commbench run` is killed outright and can pass nothing on.
 A dry run (-n) and Snakemake's other reports go to the console as they are.
 """
 
@@ -30,6 +32,7 @@ from pathlib import Path
 
 from commbench.campaign import load_campaign
 from commbench.launch.progress import PROGRESS_LINE, record_stage, stage_estimate_s
+from commbench.launch.supervision import guarded_workflow
 from commbench.locations import resolve
 from commbench.units import format_duration
 
@@ -106,8 +109,8 @@ def _option(args: list[str], *names: str) -> str | None:
 
 def _supervise(command: list[str], log, console: "Console") -> tuple[int, bool]:
     """Runs Snakemake with its output into `log` and through `console`; (exit status, interrupted)."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                               start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    process = subprocess.Popen(guarded_workflow(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, bufsize=1, start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     interrupted = []
 
     def stop_workflow():

@@ -210,6 +210,52 @@ def supervised_command(argv: list[str], grace_s: float) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", source, str(os.getpid()), str(grace_s), *argv]
 
 
+def _guard_workflow() -> None:
+    """The first process of `commbench run`'s workflow, in a session of its own; runs as `python -c`
+    with this function's source. argv: PARENT_PID COMMAND... (Snakemake's command line).
+
+    `commbench run` ends its workflow as a terminal's Ctrl-C would: SIGINT to the whole process group,
+    Snakemake and its running launch jobs alike (Snakemake alone, on SIGINT, waits for its jobs to end,
+    and a hung launch only ends at its timeout). Killed outright (SIGKILL, the OOM killer), it can do
+    nothing; this process then hears of it from the kernel (parent-death signal) and does the same.
+    It never stops on SIGINT itself, so that it returns Snakemake's exit status to `commbench run`."""
+    import ctypes
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    parent, command = int(sys.argv[1]), sys.argv[2:]
+    pr_set_pdeathsig = 1
+
+    def ctrl_c_to_the_group(signum=None, frame=None):
+        try:
+            os.killpg(0, signal.SIGINT)
+        except OSError:
+            pass
+
+    # A handler, not SIG_IGN: an ignored SIGINT would be inherited through exec, and Snakemake would then
+    # never stop (a shell starts background jobs that way); a handler is reset to the default in a child.
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, ctrl_c_to_the_group)
+    if sys.platform.startswith("linux"):      # prctl is Linux's
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    workflow = subprocess.Popen(command)
+    if os.getppid() != parent:       # `commbench run` died before the parent-death signal was armed
+        ctrl_c_to_the_group()
+    code = workflow.wait()
+    sys.exit(128 - code if code < 0 else code)
+
+
+def guarded_workflow(argv: list[str]) -> list[str]:
+    """The command that runs the workflow `argv` under _guard_workflow, for `commbench run`."""
+    import inspect
+
+    source = "\n".join([inspect.getsource(_guard_workflow), "_guard_workflow()", ""])
+    return [sys.executable, "-I", "-S", "-c", source, str(os.getpid()), *argv]
+
+
 def end_launch(process: subprocess.Popen, grace_s: float = 5.0) -> None:
     """Ends a launch: its supervisor kills every process of it; the process group is the fallback."""
     try:
