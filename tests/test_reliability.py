@@ -366,7 +366,9 @@ def test_interrupted_campaign_resumes_without_redoing_or_duplicating(workspace, 
     # Launches run in the order of the campaign's round_seed: one whose first two launches do not hang.
     cells = load_campaign(write(workspace / "config" / "campaigns", text, "resume.yaml")).cells()
     seed = next(s for s in range(1000) if not any("@hang" in cell[2] for cell in round_order(cells, s, 0)[:2]))
-    campaign = write(workspace / "config" / "campaigns", text + f"round_seed: {seed}\n", "resume.yaml")
+    scratch = workspace / "resume-scratch"
+    campaign = write(workspace / "config" / "campaigns", text + f"round_seed: {seed}\nscratch: {scratch}\n",
+                     "resume.yaml")
     results = workspace / "results" / "resume"
     dataset = "results/resume/resume.nc"
     # Some launches finished before the interruptions.
@@ -392,6 +394,7 @@ def test_interrupted_campaign_resumes_without_redoing_or_duplicating(workspace, 
     assert no_leftovers(workspace) == []
     finished = _snapshot(results)  # a raw file exists only once its launch has ended
     assert set(before) <= set(finished)
+    assert len(list(scratch.iterdir())) == 1     # SIGKILL ran no clean-up: the killed launch's directory
 
     snakemake(workspace, "--unlock", "--configfile", str(campaign))
     snakemake(workspace, dataset, "--configfile", str(campaign))
@@ -399,6 +402,7 @@ def test_interrupted_campaign_resumes_without_redoing_or_duplicating(workspace, 
     for path, (mtime, content) in finished.items():
         assert after[path] == (mtime, content), f"{path} was redone"
     assert len(after) == 6 and no_leftovers(workspace) == []  # 2 libraries x 3 entries
+    assert list(scratch.iterdir()) == []          # the launch's rerun removed what its killed run left
     assert not list(results.rglob("*.partial")) and not list(results.rglob("*.tmp"))
 
     ds = open_campaign(results / "resume.nc")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import shlex
 import shutil
@@ -85,9 +86,7 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
         not_run = _not_runnable(installation, build, kernel_args[0])
         if not_run:
             return record_not_run(output, meta, *not_run)
-        Path(scratch or tempfile.gettempdir()).mkdir(parents=True, exist_ok=True)
-        private = tempfile.mkdtemp(prefix=f"commbench-{library}-{placement.name}-{kernel}-{launch}-",
-                                   dir=scratch or None)
+        private = _private_scratch(Path(scratch or tempfile.gettempdir()), output, meta)
         try:
             with contextlib.ExitStack() as held:   # the machine, and the launch's virtual nodes if it has them
                 if not os.environ.get("SLURM_JOB_ID"):   # in an allocation, the nodes are the launch's own
@@ -96,6 +95,17 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
                                    meta, output, timeout_s, library_env, log, held)
         finally:
             shutil.rmtree(private, ignore_errors=True)
+
+
+def _private_scratch(scratch: Path, output: Path, meta: dict) -> str:
+    """The launch's own directory under `scratch`, empty. Its name is the launch's and its raw file's
+    (a hash of the path), so that what a killed run of this launch left there (SIGKILL runs no clean-up)
+    is removed by the next one: only the holder of the launch's lock, this process, uses that name."""
+    digest = hashlib.sha1(str(output.resolve()).encode()).hexdigest()[:10]
+    private = scratch / f"commbench-{meta['library']}-{meta['placement']}-{meta['kernel']}-{meta['launch']}-{digest}"
+    shutil.rmtree(private, ignore_errors=True)
+    private.mkdir(parents=True)
+    return str(private)
 
 
 def _machine(name: str, holder: str, log):
