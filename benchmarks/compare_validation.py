@@ -15,9 +15,13 @@ ramp that makes the last launch of the campaign 30% slower than the first.
   1 KiB .. 16 KiB of every kernel (25 of the 100 cells), with the ramp drift. Recall: planted cells
   called in the right direction; FDR: the share of the calls that are wrong (unplanted cells or the
   wrong direction), averaged over the repetitions.
-- Adaptive: rounds added one at a time from MIN_ROUNDS until sequential.after_round says stop (at
-  most MAX_ROUNDS): recall, FDR and the mean rounds used, and the A/A false discovery rate under
-  this optional stopping.
+- Adaptive: rounds added one at a time from MIN_ROUNDS until sequential.after_round says stop, at
+  most 5 and at most 8 rounds: recall, FDR and the mean rounds used, and the A/A false discovery
+  rate under this optional stopping.
+
+Rates are over repeated comparisons, so they carry sampling error: a rate of 5% over 60 comparisons
+has a 95% interval of 1-14%. The A/A table runs 300 comparisons per row (interval about +-2.5 points
+at 5%) and prints the interval beside each rate.
 Run: .venv/bin/python benchmarks/compare_validation.py [--repeats N] [--planted-repeats N]
 """
 
@@ -27,6 +31,8 @@ import argparse
 import time
 
 import numpy as np
+
+from scipy import stats as scipy_stats
 
 from commbench.analysis.sequential import after_round
 from commbench.data import synthetic as syn
@@ -42,7 +48,7 @@ DRIFTS = {"none": syn.Drift(), "round 1 15% slower": syn.Drift(slow_round=1, slo
           "ramp to 30% slower": syn.Drift(ramp=0.3)}
 EFFECTS = (0.05, 0.10, 0.30)
 ROUNDS = (3, 5, 8)
-MIN_ROUNDS, MAX_ROUNDS = 3, 8
+MIN_ROUNDS, BUDGETS = 3, (5, 8)
 CALLED = ("improved", "regressed")
 
 
@@ -69,10 +75,17 @@ def by_kernel(verdict) -> np.ndarray:
     return np.asarray(verdict.transpose("kernel", "size", ...).values).reshape(len(KERNELS), -1)
 
 
+def rate(hits: int, n: int) -> str:
+    """hits/n with its 95% interval (Clopper-Pearson)."""
+    low = scipy_stats.beta.ppf(0.025, hits, n - hits + 1) if hits else 0.0
+    high = scipy_stats.beta.ppf(0.975, hits + 1, n - hits) if hits < n else 1.0
+    return f"{hits / n:5.1%} [{low:4.1%}, {high:5.1%}]"
+
+
 def a_a(repeats: int) -> None:
     print(f"A/A with drift: {repeats} comparisons of two draws of one 100-cell campaign per row, min_effect 5%, "
-          "FDR 5%: share of comparisons with any call (= false discovery rate)")
-    print(f"  {'drift':<20} {'rounds':>6} {'paired':>7} {'unpaired':>9}")
+          "FDR 5%: share of comparisons with any call (= false discovery rate), with its 95% interval")
+    print(f"  {'drift':<20} {'rounds':>6} {'paired':>21} {'unpaired':>21}")
     for name, drift in DRIFTS.items():
         for rounds in (3, 5):
             alarms = {True: 0, False: 0}
@@ -82,7 +95,7 @@ def a_a(repeats: int) -> None:
                     verdict = ds.commbench.compare(baseline="baseline", candidate="candidate",
                                                    pair_by_round=paired)["verdict"]
                     alarms[paired] += bool(np.isin(verdict.values, CALLED).any())
-            print(f"  {name:<20} {rounds:>6} {alarms[True] / repeats:>7.1%} {alarms[False] / repeats:>9.1%}")
+            print(f"  {name:<20} {rounds:>6} {rate(alarms[True], repeats):>21} {rate(alarms[False], repeats):>21}")
 
 
 def planted(repeats: int) -> None:
@@ -103,34 +116,35 @@ def planted(repeats: int) -> None:
 
 
 def adaptive(repeats: int) -> None:
-    print(f"Adaptive: rounds from {MIN_ROUNDS} until decided, at most {MAX_ROUNDS} (Pocock-type alpha spending, "
+    print(f"Adaptive: rounds from {MIN_ROUNDS} until decided, at most 5 or 8 (alpha spending alpha t^2, "
           f"commbench.analysis.sequential), ramp drift, {repeats} campaigns per row")
-    print(f"  {'effect':>6} {'recall':>7} {'FDR':>6} {'mean rounds':>12} {'at max':>7}")
-    for effect in (0.0, *EFFECTS):
-        recall, fdp, used = [], [], []
-        for seed in range(repeats):
-            slower = seed % 2 == 0
-            factor = 1 + effect if slower else 1 / (1 + effect)
-            full = campaign(20_000 + seed, MAX_ROUNDS, factor, DRIFTS["ramp to 30% slower"])
-            for rounds in range(MIN_ROUNDS, MAX_ROUNDS + 1):
-                decision = after_round(full.isel(launch=slice(0, rounds)), "baseline", "candidate",
-                                       min_rounds=MIN_ROUNDS, max_rounds=MAX_ROUNDS)
-                if not decision.more:
-                    break
-            verdict = by_kernel(decision.verdict)
-            hit, false = scores(verdict, slower)
-            recall.append(hit)
-            fdp.append(false if effect else float(np.isin(verdict, CALLED).any()))
-            used.append(decision.rounds)
-        shown = f"{np.mean(recall):>7.1%}" if effect else f"{'-':>7}"
-        print(f"  {effect:>6.0%} {shown} {np.mean(fdp):>6.1%} {np.mean(used):>12.2f} "
-              f"{np.mean(np.array(used) == MAX_ROUNDS):>7.0%}")
+    print(f"  {'budget':>6} {'effect':>6} {'recall':>7} {'FDR':>6} {'mean rounds':>12} {'at max':>7}")
+    for budget in BUDGETS:
+        for effect in (0.0, *EFFECTS):
+            recall, fdp, used = [], [], []
+            for seed in range(repeats):
+                slower = seed % 2 == 0
+                factor = 1 + effect if slower else 1 / (1 + effect)
+                full = campaign(20_000 + seed, budget, factor, DRIFTS["ramp to 30% slower"])
+                for rounds in range(MIN_ROUNDS, budget + 1):
+                    decision = after_round(full.isel(launch=slice(0, rounds)), "baseline", "candidate",
+                                           min_rounds=MIN_ROUNDS, max_rounds=budget)
+                    if not decision.more:
+                        break
+                verdict = by_kernel(decision.verdict)
+                hit, false = scores(verdict, slower)
+                recall.append(hit)
+                fdp.append(false if effect else float(np.isin(verdict, CALLED).any()))
+                used.append(decision.rounds)
+            shown = f"{np.mean(recall):>7.1%}" if effect else f"{'-':>7}"
+            print(f"  {budget:>6} {effect:>6.0%} {shown} {np.mean(fdp):>6.1%} {np.mean(used):>12.2f} "
+                  f"{np.mean(np.array(used) == budget):>7.0%}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=60, help="A/A comparisons per row")
-    parser.add_argument("--planted-repeats", type=int, default=20, help="comparisons per planted or adaptive row")
+    parser.add_argument("--repeats", type=int, default=300, help="A/A comparisons per row")
+    parser.add_argument("--planted-repeats", type=int, default=40, help="comparisons per planted or adaptive row")
     args = parser.parse_args()
     start = time.perf_counter()
     a_a(args.repeats)

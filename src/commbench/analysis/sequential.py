@@ -5,26 +5,29 @@ next round while `Decision.more` is True.
 Looking after every round and stopping when the answer suits would inflate the error rate of a fixed
 design (each look is another chance for noise to pass the bar). The rule here is a group-sequential
 design with alpha spending (Lan and DeMets): over at most `max_rounds` rounds the false discovery rate
-1 - confidence is spent across the looks at rounds min_rounds, min_rounds + 1, ..., by the
-Pocock-type spending function alpha * ln(1 + (e - 1) t), t = rounds / max_rounds. The look at n rounds
-runs compare at the confidence 1 - (its share of alpha) and calls what it calls; a cell called at
-one look stays called. The shares add up to alpha, so by the union bound the chance that any look
-makes a false call when nothing changed is at most alpha whatever the looks' dependence (exact
-boundaries would need the joint law of moderated t statistics across looks, which has no closed
-form; the bound is conservative, and the simulation in benchmarks/compare_validation.py measures
-by how much).
+1 - confidence is spent across the looks at rounds min_rounds, min_rounds + 1, ..., by Kim and DeMets'
+power family alpha * t^2, t = rounds / max_rounds. The look at n rounds runs compare at the confidence
+1 - (its share of alpha) and calls what it calls; a cell called at one look stays called. The shares
+add up to alpha, so by the union bound the chance that any look makes a false call when nothing
+changed is at most alpha whatever the looks' dependence (exact boundaries would need the joint law of
+moderated t statistics across looks, which has no closed form; the bound is conservative, and the
+simulation in benchmarks/compare_validation.py measures by how much).
 
-Why Pocock-type spending, not O'Brien-Fleming-type: rounds are what costs, and a change large enough
-to matter should end the campaign at the first look; O'Brien-Fleming-type spending keeps almost all
-of alpha for the last look, so early looks would decide next to nothing. Why not an anytime-valid
-confidence sequence: it must hold at every number of rounds, which at 3 to 12 launches makes it far
-wider than a spending plan over a known, small number of looks.
+Why t^2: rounds are what costs, so a large change should end the campaign at an early look, and a
+change near what the campaign is sized for should still be found at the last. Pocock-type spending
+(alpha ln(1 + (e - 1) t)) spends 71% of alpha at look 3 of 5 and leaves the last look 0.6%: in the
+simulation (10% change, 3% launch-to-launch noise, 3 to 5 rounds) it found 78% of the changed cells,
+t^2 85%, with the same mean rounds (4.9) and no more false calls; O'Brien-Fleming-type spending keeps
+almost all of alpha for the last look, so early looks would decide next to nothing. Why not an
+anytime-valid confidence sequence: it must hold at every number of rounds, which at 3 to 12 launches
+makes it far wider than a spending plan over a known, small number of looks.
 
 A cell is decided when a look calls it improved or regressed, or shows it unchanged (its interval at
-that look's confidence inside +-min_effect). An undecided cell could still reach min_effect when,
-were the rounds still to come to show a change of min_effect (or the change seen so far, if larger),
-the last look would call it with probability at least `futility_power` (its conditional power):
-cells that cannot get there in the remaining budget stop asking for rounds. This futility rule is
+that look's confidence inside +-min_effect). An undecided cell could still be decided when, were the
+rounds still to come to go on as the rounds so far did (the current trend), the last look would call
+it with probability at least `futility_power` (its conditional power): cells that cannot get there in
+the remaining budget stop asking for rounds. (Assuming instead that the rounds to come show a change
+of at least min_effect kept every unchanged cell asking until the budget ended.) This futility rule is
 non-binding: it can only stop a campaign sooner, never add a call.
 """
 
@@ -41,11 +44,13 @@ from commbench.analysis.compare import within
 
 UNDECIDED = "undecided"
 FUTILITY_POWER = 0.2
+# Kim and DeMets' power family alpha * t^rho; see the module's docstring for why 2.
+SPENDING_POWER = 2
 
 
 def spent(rounds: int, max_rounds: int, alpha: float) -> float:
-    """The part of alpha spent by the look at `rounds` of at most `max_rounds` (Pocock-type)."""
-    return alpha * float(np.log1p((np.e - 1) * min(rounds, max_rounds) / max_rounds))
+    """The part of alpha spent by the look at `rounds` of at most `max_rounds` (alpha t^SPENDING_POWER)."""
+    return alpha * (min(rounds, max_rounds) / max_rounds) ** SPENDING_POWER
 
 
 def look_levels(min_rounds: int, max_rounds: int, alpha: float) -> dict[int, float]:
@@ -120,13 +125,12 @@ def _first_rounds(ds: xr.Dataset, rounds: int) -> xr.Dataset:
 
 def _could_reach(result: xr.Dataset, rounds: int, max_rounds: int, min_effect: float, last_level: float,
                  power: float) -> xr.DataArray:
-    """Per cell: the conditional power of the last look, were the rounds to come to show a change of
-    min_effect or the change so far (the larger), is at least `power` (see the module's docstring)."""
+    """Per cell: the conditional power of the last look, were the rounds to come to go on as the rounds
+    so far did, is at least `power` (see the module's docstring)."""
     estimate = np.log(result["ratio"])
     critical = xr.apply_ufunc(scipy_stats.t.ppf, 0.5 + result.attrs["confidence"] / 2, result["dof"])
     se = np.log(result["ratio_high"] / result["ratio_low"]) / (2 * critical)
-    assumed = np.sign(estimate) * np.maximum(np.abs(estimate), np.log1p(min_effect))
-    final_mean = (rounds * estimate + (max_rounds - rounds) * assumed) / max_rounds
+    final_mean = estimate          # the current trend: the rounds to come go on as these did
     final_sd = se * np.sqrt(rounds * (max_rounds - rounds)) / max_rounds
     threshold = np.maximum(np.log1p(min_effect),
                            NormalDist().inv_cdf(1 - last_level / 2) * se * np.sqrt(rounds / max_rounds))
