@@ -38,6 +38,7 @@ CAMPAIGN = """
       - {name: 2N1P, nodes: 2, ppn: 1}
     kernels:
       pingpong.send: {sizes: {list: [8, 64Ki]}}
+      coll.bcast_init: {sizes: {list: [8]}, placements: [1N2P]}    # a persistent collective: MPI 4.0
     launches: 1
     precision: {rse: 0.05, min_samples: 5, max_samples: 200, max_point_time: 0.5}
     timeout: 120
@@ -68,7 +69,7 @@ def versions_campaign(workspace, built):
 def test_oldest_and_newest_of_each_family_build_and_run_on_and_off_node(versions_campaign):
     ds, _ = versions_campaign
     for library, launcher in LAUNCHER.items():
-        row = ds.sel(library=library)
+        row = ds.sel(library=library, kernel="pingpong.send")
         assert (row["status"] == "ok").all(), row.commbench.failed_runs()
         version = library.split("-")[1]
         assert version in str(row["library_version"].values), str(row["library_version"].values)
@@ -100,8 +101,10 @@ def test_a_failed_environment_or_build_leaves_the_other_libraries_in_the_dataset
     assert statuses["no-such-wheel"] == "env_failed" and statuses["broken-cc"] == "build_failed"
     assert "mpich==9.9.9" in str(ds["library_reason"].sel(library="no-such-wheel").values)
     assert "broken on purpose" in str(ds["library_reason"].sel(library="broken-cc").values)
-    assert (ds["status"].sel(library="no-such-wheel") == "env_failed").all()
-    assert (ds["status"].sel(library="broken-cc") == "build_failed").all()
+    # Every launch asked for (both kernels on 1N2P; coll.bcast_init runs there only) is recorded failed.
+    for library, failed in (("no-such-wheel", "env_failed"), ("broken-cc", "build_failed")):
+        assert (ds["status"].sel(library=library, placement="1N2P") == failed).all()
+        assert ds["status"].sel(library=library, placement="2N1P", kernel="pingpong.send") == failed
     # failures.jsonl: one entry per failed library with its log's tail (pip's own words).
     entries = [json.loads(line) for line in (results / "failures.jsonl").read_text().splitlines()]
     wheel = next(e for e in entries if e["library"] == "no-such-wheel")
@@ -120,10 +123,24 @@ def test_a_failed_environment_or_build_leaves_the_other_libraries_in_the_dataset
 
 def test_a_setting_the_library_does_not_know_is_refused_not_silently_ignored(versions_campaign):
     ds, _ = versions_campaign
-    row = ds.sel(library="openmpi-4.1.7-sm")
+    row = ds.sel(library="openmpi-4.1.7-sm", kernel="pingpong.send")
     assert (row["status"] == "unsupported").all()
     assert all("OMPI_MCA_btl_sm_eager_limit" in str(r) and "Open MPI 4.1.7" in str(r)
                for r in row["reason"].values.ravel())
+
+
+def test_mpi4_kernels_are_unsupported_before_mpi4_and_measured_after(versions_campaign):
+    """MPICH 3.4 and Open MPI 4.1 have no persistent collectives (MPI 4.0): the launch is recorded
+    unsupported, saying why, and never started; the newest of both families measure it."""
+    ds, _ = versions_campaign
+    persistent = ds.sel(kernel="coll.bcast_init", placement="1N2P", launch=0)
+    for library in OLDEST:
+        assert str(persistent["status"].sel(library=library).values) == "unsupported"
+        assert "needs MPI 4.0; this library's mpi.h is MPI 3." in str(persistent["reason"].sel(library=library).values)
+        assert int(persistent["sample_count"].sel(library=library).sum()) == 0
+    for library in LIBRARIES:
+        assert str(persistent["status"].sel(library=library).values) == "ok", library
+        assert int(persistent["sample_count"].sel(library=library).sum()) > 0
 
 
 def test_the_next_run_retries_a_failed_library_and_leaves_working_ones_alone(versions_campaign, workspace):
