@@ -12,6 +12,8 @@ import pytest
 from commbench.data import synthetic as syn
 from commbench.campaign import Campaign, validate_campaign
 from commbench.data.collect import build_dataset, read_all
+from commbench.data.imported import import_files
+from commbench.interactive import append_to_campaign
 from commbench.io.netcdf import write_dataset
 from commbench import open_campaign
 from commbench.launch.families import FAMILIES
@@ -254,6 +256,12 @@ def test_a_real_campaign_states_what_it_recorded(tiny):
     for key in ("hosts", "cpu_model", "os", "compiler_flags", "git_commit"):
         assert f"{ds.attrs[key]}" in text, key
     assert "a t test on the logarithms of the launch values" in text and "This dataset holds 2 launches per cell" in text
+
+    # A row imported from another suite's output was not sampled by commbench's rule: its counts leave it out.
+    osu = import_files([Path(__file__).parent / "data" / "osu-7.4" / "osu_latency-mpich-5.0.2-1N2P.txt"], "osu",
+                       "mpich-5.0.2", "1N2P")
+    mixed = methods_markdown(append_to_campaign(ds, osu, library="mpich-5.0.2 (OSU)"))
+    assert f"{int(ds['settled'].where(measured, False).sum())} of {int(measured.sum())} measured points" in mixed
 
 
 @pytest.mark.mpi

@@ -14,6 +14,7 @@ import numpy as np
 import xarray as xr
 
 from commbench.data.kernels import kernel_options, recorded_bytes_factor, windowed_kernels
+from commbench.data.origins import imported_libraries
 from commbench.io.conventions import timestamps
 from commbench.report.methods.facts import (NOT_RECORDED, _count, _duration, _Facts, _grouped, _over_launches,
                                             _span)
@@ -148,7 +149,9 @@ def _calibration_targets(facts: _Facts, asked: dict[str, float | None]) -> np.nd
 
 def _stopping(facts: _Facts) -> Section:
     precision = facts.config.get("precision")
-    counts = facts.ds["sample_count"].values
+    # The rule is commbench's; imported rows (commbench.report.methods.imported) were taken by another suite.
+    ours = facts.ds.drop_sel(library=imported_libraries(facts.ds))
+    counts = ours["sample_count"].values
     counts = counts[counts > 0]
     if precision:
         get = {key: precision.get(key) for key in ("rse", "min_samples", "max_samples", "max_point_time")}
@@ -159,8 +162,8 @@ def _stopping(facts: _Facts) -> Section:
                 f"samples, or {_duration(get['max_point_time'])} spent on the point, whichever came first.")
     else:
         rule = f"Stopping rule and its target: {NOT_RECORDED}."
-    if "settled" in facts.ds and counts.size:
-        settled = int(facts.ds["settled"].where(facts.measured, False).sum())
+    if "settled" in ours and counts.size:
+        settled = int(ours["settled"].where(ours["sample_count"] > 0, False).sum())
         rule += (f" {settled} of {counts.size} measured points reached the target; the others stopped at a cap "
                  "(their `settled` is false).")
     spread = (f"Samples per point: {_span(counts, lambda n: f'{n:.0f}')} (median {np.median(counts):g})."
