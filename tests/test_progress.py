@@ -44,6 +44,19 @@ def test_launches_finishing_together_count_one_after_another(tmp_path):
     assert {campaign_progress(RUNS, path).total for path in together} == {len(RUNS)}
 
 
+def test_a_stale_raw_file_of_a_launch_still_to_come_is_not_done(tmp_path):
+    """A rerun after a rebuild: every launch is redone in order, each waiting for the one before it, and
+    the raw files of those still to come are the last run's, older than the one just written."""
+    raw = tmp_path / "raw"
+    t = 1_700_000_000 * 10**9
+    for i, run in enumerate(RUNS):
+        write_launch(raw, run, 2.0, t + i)
+    redone = write_launch(raw, RUNS[0], 2.0, t + 10**12)
+    assert campaign_progress(RUNS, redone).done == len(RUNS)     # by their times alone, all would be done
+    progress = campaign_progress(RUNS, redone, not_yet=RUNS[1:])
+    assert (progress.done, progress.left) == (1, len(RUNS) - 1)
+
+
 def test_time_left_comes_from_the_most_alike_measured_launches(tmp_path):
     """Planted durations: mpich's pingpong launches take 2 s and its bcast launches 10 s; openmpi's
     pingpong 4 s, nothing of its bcast measured yet. Left: one mpich pingpong (2), one mpich bcast

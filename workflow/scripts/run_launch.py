@@ -39,5 +39,9 @@ with open(snakemake.log[0], "w", buffering=1) as log:   # line by line: a full d
 if record["status"] != "ok":
     print(f"launch {w.library}/{w.placement}/{w.kernel}/{w.launch} {record['status']}: "
           f"{record.get('reason', '')}; see {snakemake.log[0]}")
-# What is left of the campaign.
-print(progress_line(campaign_progress(campaign.runs(), Path(snakemake.output.raw)), run, record), flush=True)
+# What is left of the campaign; the launches after this one in the rounds wait for it, so any raw file of
+# theirs is a stale one about to be redone.
+order = campaign.in_rounds()
+later = order[order.index(run) + 1:]
+print(progress_line(campaign_progress(campaign.runs(), Path(snakemake.output.raw), not_yet=later), run, record),
+      flush=True)

@@ -79,13 +79,19 @@ def launch_duration_s(path: Path) -> float | None:
     return float(duration) if isinstance(duration, (int, float)) else None
 
 
-def campaign_progress(runs: Iterable[Run], finished: Path) -> Progress:
-    """Where the campaign stands once the launch whose raw file is `finished` has written it."""
+def campaign_progress(runs: Iterable[Run], finished: Path, not_yet: Iterable[Run] = ()) -> Progress:
+    """Where the campaign stands once the launch whose raw file is `finished` has written it. `not_yet`:
+    launches that cannot have ended before it (those after it in the campaign's rounds, which wait for
+    it); a raw file of one of them is left from an earlier run of the workflow and is about to be redone
+    (a rebuilt kernel, changed settings), so it does not count as done."""
     runs = list(runs)
+    not_yet = set(not_yet)
     mine = (os.stat(finished).st_mtime_ns, str(finished))
     measured: dict[Run, float | None] = {}
     raw_bytes = []
     for run in runs:
+        if run in not_yet:
+            continue
         path = raw_file_beside(finished, run)
         try:
             stat = os.stat(path)
