@@ -39,9 +39,11 @@ def test_persistent_and_partitioned_pingpongs_take_the_time_of_pingpong_send(wor
     persistent = ratios(median_times(workspace, library, tmp_path, "pingpong.persistent"), send)
     # The same messages, only the requests made once: measured here 0.8-1.3x.
     assert all(1 / 3 < r < 3 for r in persistent.values()), persistent
-    # One partition: MPI-4's partitioned machinery alone, no threads (measured 0.3-2x).
+    # One partition: MPI-4's partitioned machinery alone, no threads. Open MPI 5.0.11: 1.1-2.6x at 8 B,
+    # 1.0-1.1x at 64 KiB. MPICH 5.0.2 sends it by another path than MPI_Send's: 1.4-1.6x at 8 B and
+    # 4.2-5.2x at 64 KiB (34-36 us against 8 us, 5 launches), so the bound is an order of magnitude.
     alone = ratios(median_times(workspace, library, tmp_path, "pingpong.partitioned", "--partitions", "1"), send)
-    assert all(1 / 5 < r < 5 for r in alone.values()), alone
+    assert all(1 / 10 < r < 10 for r in alone.values()), alone
     # Two threads per rank on a 2-core machine: each message waits for a thread hand-off on a shared
     # core, about 6-11 us: measured 6-83x pingpong.send at 8 B (Open MPI's send takes 0.13 us there),
     # 2.5x at 64 KiB. Threads that spun for their next round instead of sleeping made it 2000-4000x.
