@@ -15,7 +15,7 @@ simulation in benchmarks/compare_validation.py measures by how much).
 
 Why t^2: rounds are what costs, so a large change should end the campaign at an early look, and a
 change near what the campaign is sized for should still be found at the last. Pocock-type spending
-(alpha ln(1 + (e - 1) t)) spends 71% of alpha at look 3 of 5 and leaves the last look 0.6%: in the
+(alpha ln(1 + (e - 1) t)) spends 71% of alpha at look 3 of 5 and tests the last at 0.6% (of 5%): in the
 simulation (10% change, 3% launch-to-launch noise, 3 to 5 rounds) it found 78% of the changed cells,
 t^2 85%, with the same mean rounds (4.9) and no more false calls; O'Brien-Fleming-type spending keeps
 almost all of alpha for the last look, so early looks would decide next to nothing. Why not an
@@ -27,7 +27,7 @@ that look's confidence inside +-min_effect). An undecided cell could still be de
 rounds still to come to go on as the rounds so far did (the current trend), the last look would call
 it with probability at least `futility_power` (its conditional power): cells that cannot get there in
 the remaining budget stop asking for rounds. (Assuming instead that the rounds to come show a change
-of at least min_effect kept every unchanged cell asking until the budget ended.) This futility rule is
+of at least min_effect kept most unchanged cells asking until the budget ended.) This futility rule is
 non-binding: it can only stop a campaign sooner, never add a call.
 """
 

@@ -110,7 +110,8 @@ def _option(args: list[str], *names: str) -> str | None:
 def _supervise(command: list[str], log, console: "Console") -> tuple[int, bool]:
     """Runs Snakemake with its output into `log` and through `console`; (exit status, interrupted)."""
     process = subprocess.Popen(guarded_workflow(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, bufsize=1, start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                               text=True, bufsize=1, start_new_session=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
     interrupted = []
 
     def stop_workflow():
