@@ -32,11 +32,14 @@ RATE = "100mbit"
 
 
 def measure(workspace, tmp_path, placement, kernel_args, sizes, launches, library_env=None):
-    """times (n_sizes, n_launches, n_samples) of `sizes`, each launch in its own shuffled order."""
+    """times (n_sizes, n_launches, n_samples) of `sizes`, each launch in its own shuffled order. Every
+    launch's raw file and console stay in tmp_path/launch<n>/, for a failure to be read from."""
     per_launch = []
     for number in range(launches):
         args = [*kernel_args, "--sizes", ",".join(map(str, sizes)), "--shuffle", str(number + 1)]
-        result = launch(workspace, OPEN_MPI, placement, args, tmp_path, library_env=library_env)
+        folder = tmp_path / f"launch{number}"
+        folder.mkdir(exist_ok=True)
+        result = launch(workspace, OPEN_MPI, placement, args, folder, library_env=library_env)
         assert result.status == "ok", result.launch.get("console_tail")
         per_launch.append({point.size: point.samples for point in result.points})
     return launches_cube(per_launch, sizes)
