@@ -110,6 +110,14 @@ def test_emulated_mtu_sets_the_packet_steps_period(workspace, built, tmp_path, m
     reason = netem.unavailable_reason()
     if reason:
         pytest.skip(reason)
+    if not netem.has_netem():
+        # A token bucket passes whatever it holds at once, so how much of a message is delayed by the rate
+        # depends on what the pauses before it left in the bucket: here, with the machine otherwise idle
+        # the warm-up kept it drained and the steps came out at the payload, and with a test run beside it
+        # the pauses refilled it and the 1500-byte link gave four unequal switches instead of one period.
+        pytest.skip("this kernel has no netem (CONFIG_NET_SCH_NETEM): its links are token buckets, which let a "
+                    "small message through at once after a pause, so the packet model holds only under a load "
+                    "that keeps the bucket drained")
     payload = netem.tcp_payload_per_packet(mtu)
     step = 64
     sizes = list(range(4 * step, 5 * payload + 2 * step, step))

@@ -193,12 +193,14 @@ KILLED_LAUNCH = textwrap.dedent("""
     import json, sys
     from commbench.launch.placement import Placement
     from commbench.launch.run import run_launch
+    from commbench.launch.supervision import stop_when_told
+    stop_when_told()          # as the workflow's launch job does
     a = json.loads(sys.argv[1])
     run_launch(installation=a["installation"], build=a["build"], kernel="pingpong.send",
                kernel_args=["pingpong.send", "--sizes", "1048576", "--min-samples", "100000",
                             "--max-samples", "100000", "--max-point-time", "100"],
                placement=Placement("2N1P", 2, 1), library=a["library"], launch=0, output=a["output"],
-               timeout_s=300, log=sys.stdout)
+               timeout_s=300, log=sys.stdout, scratch=a["scratch"])
 """)
 
 
@@ -219,7 +221,7 @@ def kernel_processes(name: str) -> list[int]:
 def test_a_launch_killed_mid_run_leaves_no_node_behind(workspace, built, tmp_path, can_make_vnodes, library, signum):
     arguments = {"installation": json.loads((workspace / "build" / "envs" / library / "library.json").read_text()),
                  "build": json.loads((workspace / "build" / "kernels" / library / "build.json").read_text()),
-                 "library": library, "output": str(tmp_path / "launch.jsonl")}
+                 "library": library, "output": str(tmp_path / "launch.jsonl"), "scratch": str(tmp_path / "scratch")}
     child = subprocess.Popen([sys.executable, "-c", KILLED_LAUNCH, json.dumps(arguments)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline, name = time.monotonic() + 120, None
@@ -234,6 +236,8 @@ def test_a_launch_killed_mid_run_leaves_no_node_behind(workspace, built, tmp_pat
     while kernel_processes(name) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not kernel_processes(name)
+    # SIGKILL runs no clean-up: the launch's scratch directory stays, for its next run to remove.
+    assert len(list((tmp_path / "scratch").iterdir())) == (1 if signum == signal.SIGKILL else 0)
     if signum == signal.SIGKILL:
         assert name in vnodes.existing_clusters()
         vnodes.sweep()
