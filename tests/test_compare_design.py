@@ -136,6 +136,14 @@ def test_a_large_change_is_decided_at_the_first_look_and_the_budget_ends_the_res
     assert (last.verdict.where(planted) == "regressed").sum() == planted.sum() * len(KERNELS)
     undecided = int((last.verdict == UNDECIDED).sum())
     assert undecided + sum(int((last.verdict == v).sum()) for v in ("regressed", "unchanged")) == last.verdict.size
+    # What a report shows: each decided cell as the look that decided it saw it, the rest as the last look.
+    shown, decided = last.result, last.decided_at > 0
+    assert (shown["verdict"] == last.verdict).where(decided, True).all()
+    assert shown["verdict"].where(~decided).isin(["inconclusive", "missing", "no spread"]).where(~decided, True).all()
+    at_first = (last.decided_at == 3).values
+    np.testing.assert_allclose(shown["ratio"].values[at_first], first.result["ratio"].values[at_first])
+    assert (shown["decided_at"] == last.decided_at).all()
+    assert "0.05 (rounds/4)^2" in shown.attrs["multiple_testing"] and shown.attrs["confidence"] == 0.95
 
 
 def test_before_the_first_look_more_rounds_are_asked_for_and_a_dataset_without_rounds_is_refused():

@@ -6,6 +6,7 @@ import json
 import re
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 from datetime import datetime
@@ -20,7 +21,16 @@ from commbench.campaign.rounds import SEED_FILE, recorded_seed, round_order, seq
 from commbench.io.raw import read_launch_record
 from commbench.report.methods.rounds import rounds_paragraph
 
-from conftest import interruptible, snakemake, workflow_command, write_campaign
+from conftest import LIBRARIES, campaign_error, interruptible, snakemake, workflow_command, write_campaign
+
+COMMBENCH = Path(sys.executable).parent / "commbench"
+
+
+def commbench_run(workspace: Path, campaign: Path) -> list[str]:
+    """`commbench run` as a user types it, with the tests' builds (conftest.workflow_command)."""
+    return [str(COMMBENCH), "run", str(campaign), "--directory", str(workspace),
+            "--config", "strict_build=" + ",".join(LIBRARIES)]
+
 
 CELLS = [(library, placement, kernel) for library in ("mpich", "openmpi", "tuned")
          for placement in ("1N2P", "2N1P") for kernel in ("pingpong.send", "coll.bcast")]
@@ -186,3 +196,88 @@ def test_an_interrupted_campaign_resumes_with_its_design(workspace, built):
                      "--forcerun", redone.format(**ran[3])).stdout
     planned = re.findall(r"rule run_launch:\n\s+input: [^\n]*\n\s+output: (\S+)", plan)
     assert sorted(planned) == sorted(redone.format(**record) for record in ran[3:]), plan[-3000:]
+
+
+# --- Launches until decided: rounds until the compare: pairs are decided (commbench.cli.until_decided) ---
+
+UNTIL_DECIDED = textwrap.dedent("""
+    campaign: {name}
+    libraries:
+      sm:  {{mpi: openmpi-5.0.11}}
+      tcp: {{mpi: openmpi-5.0.11, env: {{OMPI_MCA_btl: "self,tcp"}}}}
+    placements: [{{name: 1N2P, nodes: 1, ppn: 2}}]
+    kernels:
+      pingpong.send: {{sizes: {{list: [8, 1Ki]}}}}
+    launches: {launches}
+    compare: [{{baseline: sm, candidate: tcp}}]
+    precision: {{rse: 0.05, min_samples: 10, max_samples: 300, max_point_time: 0.3}}
+    timeout: 60
+""")
+
+
+def test_launches_until_decided_are_checked_as_the_file_is_read(tmp_path):
+    def text(launches, extra=""):
+        return UNTIL_DECIDED.format(name="u", launches=launches) + extra
+
+    campaign = load_campaign(write_campaign(tmp_path, text("{min: 3, max: 8, until: decided}")))
+    assert campaign.until_decided == {"min": 3, "max": 8, "until": "decided"} and campaign.launches == 3
+    assert campaign.launches_in_words() == "2 launches a round, 3 to 8 rounds until the compare: pairs are decided"
+    assert Campaign(campaign.name, campaign.source, {**campaign.config, "rounds": 5}).launches == 5
+    assert load_campaign(write_campaign(tmp_path, text(4))).launches_in_words() == "8 launches"
+    assert "launches.min (5) is larger than launches.max (4)" in campaign_error(
+        tmp_path, text("{min: 5, max: 4, until: decided}"))
+    assert "launches.until: 'decide' is not allowed (did you mean 'decided'?); allowed values: decided" in \
+        campaign_error(tmp_path, text("{min: 3, max: 4, until: decide}"))
+    assert "launches: 0 is less than the minimum of 1" in campaign_error(tmp_path, text(0))
+    assert "rounds: 9 is outside launches.min..launches.max (3..8)" in campaign_error(
+        tmp_path, text("{min: 3, max: 8, until: decided}", "rounds: 9\n"))
+    assert "rounds: only with launches until decided" in campaign_error(tmp_path, text(3, "rounds: 2\n"))
+    alone = text("{min: 3, max: 8, until: decided}").replace("compare: [{baseline: sm, candidate: tcp}]\n", "")
+    assert "launches: until decided needs `compare:` pairs" in campaign_error(tmp_path, alone)
+
+
+@pytest.mark.mpi
+def test_a_campaign_runs_rounds_until_its_pairs_are_decided_and_its_report_says_when_it_stopped(workspace, built):
+    """Open MPI on one node over TCP against shared memory, a real knob tens of times slower at 8 B and
+    1 KiB: decided at the first look, after launches.min rounds, though launches.max allows one more. (Two
+    rounds leave the paired test one degree of freedom, and a 40x change went undecided at 2 rounds.) The
+    looks are kept for a rerun and in the dataset; the report's verdicts and Methods are the looks'."""
+    from commbench.report.analysis_table import ReportData
+    from commbench.report.comparisons import library_row_comparisons
+    from commbench.report.methods import methods
+
+    name = "decided"
+    campaign = write_campaign(workspace / "config" / "campaigns",
+                              UNTIL_DECIDED.format(name=name, launches="{min: 3, max: 4, until: decided}"),
+                              f"{name}.yaml")
+    run = subprocess.run(commbench_run(workspace, campaign), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    results = workspace / "results" / name
+    assert "2 launches a round, 3 to 4 rounds until the compare: pairs are decided" in run.stdout
+    assert "[decided] after 3 rounds: tcp against sm: decided after 3 rounds: 2 regressed" in run.stdout, run.stdout
+    raw = results / "raw" / "tcp" / "1N2P" / "pingpong.send"
+    assert sorted(p.name for p in raw.iterdir()) == ["launch0.jsonl", "launch1.jsonl", "launch2.jsonl"]
+    record = json.loads((results / "decisions.json").read_text())
+    assert record["rounds"] == 3 and [look["rounds"] for look in record["looks"]] == [3]
+    assert record["looks"][0]["pairs"][0]["regressed"] == 2 and record["stopped"].startswith("tcp against sm")
+
+    ds = open_campaign(results / f"{name}.nc")
+    assert ds.sizes["launch"] == 3 and json.loads(ds.attrs["until_decided"]) == record
+    launches = next(section for section in methods(ds) if section.heading == "Launches and order")
+    text = " ".join(launches.paragraphs)
+    assert "until decided (3 to 4 rounds)" in text and "After 3 rounds: tcp against sm: 2 regressed." in text, text
+    assert f"Stopped after 3 rounds: {record['stopped']}." in text
+    [comparison] = library_row_comparisons(ReportData(ds))
+    assert comparison.counts["regressed"] == 2 and "(rounds/4)^2" in comparison.statement
+    assert (comparison.result["decided_at"] == 3).all()
+
+    # Run again: nothing is measured again, and the look gives the same decision.
+    again = subprocess.run(commbench_run(workspace, campaign), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "[decided] after 3 rounds" in again.stdout, again.stdout[-3000:]
+    assert "launches]" not in again.stdout and json.loads((results / "decisions.json").read_text()) == record
+
+    # A campaign stopped while a 4th round ran goes on with it: the workflow reads the rounds recorded.
+    (results / "decisions.json").write_text(json.dumps({**record, "rounds": 4}))
+    snakemake(workspace, "launches", "--configfile", str(campaign))
+    assert sorted(p.name for p in raw.iterdir())[-1] == "launch3.jsonl"
+    assert read_launch_record(raw / "launch3.jsonl")["round"] == 3

@@ -4,6 +4,8 @@ rule collect:
         raw=[raw_file(*run) for run in CAMPAIGN.runs()],
         libraries=[library_record(m) for m in CAMPAIGN.mpi_names],
         builds=[build_record(m) for m in CAMPAIGN.mpi_names],
+        # Launches until decided: the looks that chose the rounds, kept in the dataset for Methods.
+        decisions=decisions_record,
     output:
         # Snakemake deletes them before the job; the collection finds them under their held names and
         # keeps them in history/ (commbench.io.archive). A collection that fails leaves none: no stale

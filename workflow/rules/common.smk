@@ -9,7 +9,8 @@ from snakemake.utils import update_config
 from commbench.launch.build import retry_token, strict_installations
 from commbench.campaign import (WORKFLOW_OPTIONS, Campaign, CampaignError, campaign_from_config, describe_overrides,
                                 read_overrides)
-from commbench.campaign.rounds import SEED_FILE, draw_seed, recorded_seed, seed_record
+from commbench.campaign.rounds import (DECISIONS_FILE, SEED_FILE, draw_seed, recorded_decisions, recorded_seed,
+                                      seed_record)
 from commbench.io.atomic import write_text
 from commbench.io.archive import hold
 from commbench.io.collected import out_of_date, recollection_param
@@ -118,10 +119,32 @@ def _round_seed() -> int:
     return seed
 
 
-# The seed joins the config in place, as the scripts read it (snakemake.config).
+def _rounds_decided() -> int:
+    """With launches until decided, how many rounds run: --config rounds=N, else what commbench run
+    recorded after its last look (results/<campaign>/decisions.json), else launches.min."""
+    until = CAMPAIGN.until_decided
+    if "rounds" in config:
+        return config["rounds"]
+    try:
+        recorded = recorded_decisions(RESULTS)
+    except ValueError as error:
+        raise WorkflowError(f"{CAMPAIGN_SOURCE}: {error}") from None
+    rounds = until["min"] if recorded is None else recorded["rounds"]
+    if not until["min"] <= rounds <= until["max"]:
+        raise WorkflowError(f"{CAMPAIGN_SOURCE}: {RESULTS / DECISIONS_FILE} records {rounds} rounds, outside "
+                            f"launches.min..launches.max ({until['min']}..{until['max']}); remove it to start "
+                            f"again from {until['min']} rounds")
+    return rounds
+
+
+# The seed (and, with launches until decided, the rounds) join the config in place, as the scripts read
+# it (snakemake.config).
 config["round_seed"] = _round_seed()
+if CAMPAIGN.until_decided is not None:
+    config["rounds"] = _rounds_decided()
 CAMPAIGN = Campaign(name=CAMPAIGN.name, source=CAMPAIGN.source, config={**CAMPAIGN.config,
-                                                                       "round_seed": config["round_seed"]})
+                                                                       **{key: config[key] for key in
+                                                                          ("round_seed", "rounds") if key in config}})
 # Each launch waits for the one before it in the design (its `previous` input, workflow/rules/run.smk).
 _IN_ROUNDS = CAMPAIGN.in_rounds()
 PREVIOUS_LAUNCH = dict(zip(_IN_ROUNDS[1:], _IN_ROUNDS[:-1]))
@@ -159,6 +182,12 @@ def previous_launch(wildcards):
     """The raw file of the launch before this one in the design; none for the campaign's first."""
     run = (wildcards.library, wildcards.placement, wildcards.kernel, int(wildcards.launch))
     return [raw_file(*PREVIOUS_LAUNCH[run])] if run in PREVIOUS_LAUNCH else []
+
+
+def decisions_record(wildcards):
+    """Launches until decided: the looks commbench run recorded (none where the workflow ran alone)."""
+    path = RESULTS / DECISIONS_FILE
+    return [path] if CAMPAIGN.until_decided is not None and path.exists() else []
 
 
 def launch_settings(wildcards):

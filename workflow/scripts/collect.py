@@ -31,6 +31,8 @@ try:
         results, seen = stream_raw(snakemake.input.raw, refused, log=log)
         ds = build_dataset(campaign, results, libraries, builds, refused, samples_file=samples_file)
         ds.attrs.update(sources)
+        if snakemake.input.decisions:    # launches until decided: the looks that chose the rounds
+            ds.attrs["until_decided"] = Path(snakemake.input.decisions[0]).read_text()
         write_dataset(ds, snakemake.output.dataset)
     ds.close()
     samples_file.unlink(missing_ok=True)

@@ -73,6 +73,9 @@ class Decision:
     could_reach: xr.DataArray  # undecided cells that another round could still decide
     more: bool                 # run another round
     reason: str
+    # compare's result with each cell as the look that decided it saw it (the latest look for the
+    # undecided, whose verdict is then that look's: inconclusive, or why it could not be tested).
+    result: xr.Dataset | None = None
 
 
 def after_round(ds: xr.Dataset, baseline: str, candidate: str, *, min_rounds: int = 3, max_rounds: int = 8,
@@ -88,9 +91,10 @@ def after_round(ds: xr.Dataset, baseline: str, candidate: str, *, min_rounds: in
     alpha = 1 - confidence
     levels = look_levels(min_rounds, max_rounds, alpha)
     verdict = ratio = decided_at = result = None
+    looks = {}
     for look in range(min_rounds, min(rounds, max_rounds) + 1):
-        result = within(_first_rounds(ds, look), baseline, candidate, dim=dim, min_effect=min_effect,
-                        confidence=1 - levels[look])
+        result = looks[look] = within(_first_rounds(ds, look), baseline, candidate, dim=dim,
+                                      min_effect=min_effect, confidence=1 - levels[look])
         if verdict is None:
             verdict = xr.full_like(result["verdict"], UNDECIDED, dtype=object)
             ratio, decided_at = result["ratio"].copy(), xr.zeros_like(result["ratio"], dtype=int)
@@ -113,7 +117,30 @@ def after_round(ds: xr.Dataset, baseline: str, candidate: str, *, min_rounds: in
                               f"{min_effect:.0%}"
     else:
         more, reason = True, f"{int(reach.sum())} undecided cells could still reach {min_effect:.0%} ({summary})"
-    return Decision(rounds, verdict.astype(str), decided_at, ratio, reach, more, reason)
+    return Decision(rounds, verdict.astype(str), decided_at, ratio, reach, more, reason,
+                    _as_decided(looks, verdict, decided_at, alpha, levels, max_rounds))
+
+
+def _as_decided(looks: dict[int, xr.Dataset], verdict: xr.DataArray, decided_at: xr.DataArray,
+                alpha: float, levels: dict[int, float], max_rounds: int) -> xr.Dataset:
+    """One compare result: each cell from the look that decided it, else from the latest look."""
+    last = max(looks)
+    merged = looks[last].copy()
+    chosen = decided_at.where(decided_at > 0, last)
+    for look, result in looks.items():
+        if look != last:
+            for name in merged.data_vars:
+                merged[name] = merged[name].where(chosen != look, result[name])
+    merged["verdict"] = verdict.where(verdict != UNDECIDED, looks[last]["verdict"]).astype(str)
+    merged["decided_at"] = decided_at.assign_attrs(units="1", long_name="rounds at the look that decided the "
+                                                                        "cell (0: undecided)")
+    shares = ", ".join(f"{levels[look]:.2g} after {look}" for look in sorted(looks))
+    merged.attrs.update(
+        confidence=1 - alpha,
+        multiple_testing=f"launches until decided: Benjamini-Hochberg at each look, the false discovery rate "
+                         f"{alpha:g} spent over the looks as {alpha:g} (rounds/{max_rounds})^{SPENDING_POWER} "
+                         f"({shares} rounds); a cell keeps the verdict of the look that decided it")
+    return merged
 
 
 def _first_rounds(ds: xr.Dataset, rounds: int) -> xr.Dataset:

@@ -105,12 +105,33 @@ def _check_consistency(config: dict, source: str) -> None:
     if precision["max_samples"] < precision["min_samples"]:
         problems.append(f"precision.max_samples ({precision['max_samples']}) is below "
                         f"precision.min_samples ({precision['min_samples']})")
-    launches = Campaign(name=config["campaign"], source=source, config=config).launch_count
+    problems += _until_decided_problems(config)
+    most = config["launches"]["max"] if isinstance(config["launches"], dict) else config["launches"]
+    launches = Campaign(name=config["campaign"], source=source, config={**config, "launches": most}).launch_count
     if launches > MAX_LAUNCHES:
-        problems.append(f"launches: {config['launches']} of each of {launches // config['launches']:,} (library, "
-                        f"placement, kernel) make {launches:,} launches; a campaign runs at most {MAX_LAUNCHES:,}")
+        problems.append(f"launches: {most} of each of {launches // most:,} (library, placement, kernel) make "
+                        f"{launches:,} launches; a campaign runs at most {MAX_LAUNCHES:,}")
     if problems:
         raise CampaignError(f"{source}: invalid campaign file\n{problem_lines(problems)}")
+
+
+def _until_decided_problems(config: dict) -> list[str]:
+    """Launches until decided: min <= rounds <= max, and `compare:` pairs to decide."""
+    until = config["launches"]
+    if not isinstance(until, dict):
+        return [] if "rounds" not in config else [
+            "rounds: only with launches until decided (launches: {min: 3, max: 8, until: decided}); "
+            "with a fixed number of launches, leave it out"]
+    problems = []
+    if until["min"] > until["max"]:
+        problems.append(f"launches.min ({until['min']}) is larger than launches.max ({until['max']})")
+    elif not until["min"] <= config.get("rounds", until["min"]) <= until["max"]:
+        problems.append(f"rounds: {config['rounds']} is outside launches.min..launches.max "
+                        f"({until['min']}..{until['max']})")
+    if not config.get("compare"):
+        problems.append("launches: until decided needs `compare:` pairs (what is to be decided); allowed "
+                        "values: a number of launches, or add compare: [{baseline: <row>, candidate: <row>}]")
+    return problems
 
 
 def _compare_problems(config: dict) -> list[str]:

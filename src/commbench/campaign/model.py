@@ -39,7 +39,24 @@ class Campaign:
 
     @property
     def launches(self) -> int:
-        return self.config["launches"]
+        """Launches of each (library, placement, kernel): the rounds the workflow runs. With launches
+        until decided, the rounds run so far (`rounds`, set by commbench run), at first the minimum."""
+        until = self.until_decided
+        return self.config["launches"] if until is None else self.config.get("rounds", until["min"])
+
+    @property
+    def until_decided(self) -> dict | None:
+        """{min, max, until: decided} where the campaign runs launches until decided, else None."""
+        value = self.config["launches"]
+        return value if isinstance(value, dict) else None
+
+    def launches_in_words(self) -> str:
+        """'12 launches', or for launches until decided '4 launches a round, 3 to 8 rounds ...'."""
+        until = self.until_decided
+        if until is None:
+            return f"{self.launch_count} launches"
+        return (f"{self.launch_count // self.launches} launches a round, {until['min']} to {until['max']} rounds "
+                f"until the compare: pairs are decided")
 
     @property
     def mpi_names(self) -> list[str]:

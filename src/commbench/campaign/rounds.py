@@ -67,3 +67,24 @@ def recorded_seed(results: Path) -> int | None:
 def seed_record(seed: int) -> str:
     """The text of results/<campaign>/rounds.json."""
     return json.dumps({"round_seed": seed}) + "\n"
+
+
+# Where a campaign of launches until decided keeps its looks and the rounds it runs
+# (results/<campaign>/<this>); `commbench run` writes it after each look (commbench.cli.until_decided).
+DECISIONS_FILE = "decisions.json"
+
+
+def recorded_decisions(results: Path) -> dict | None:
+    """results/<campaign>/decisions.json, or None where there is none. A damaged file is named."""
+    path = Path(results) / DECISIONS_FILE
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+        rounds = record["rounds"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: cannot read the rounds recorded by launches until decided ({error}); "
+                         f"remove the file to start again from the campaign's launches.min") from None
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+        raise ValueError(f"{path}: rounds {rounds!r} is no integer of at least 1")
+    return record

@@ -83,6 +83,15 @@ def describe_error(error) -> str:
         deepest = max(error.context, key=lambda e: len(e.absolute_path))
         if deepest.absolute_path != error.absolute_path:
             return describe_error(deepest)
+        # The one branch the value has the type of (launches: 0 is an integer): what that branch refuses.
+        typed = [e for e in error.context if e.validator != "type"]
+        if typed and len({e.schema_path[0] for e in typed}) == 1:
+            return describe_error(typed[0])
+        branches = error.schema["oneOf"]
+        if all("type" in branch for branch in branches):     # a value of none of the types: name them
+            allowed = " or ".join(_number_words(branch) + (f" with keys {', '.join(branch['properties'])}"
+                                                            if "properties" in branch else "") for branch in branches)
+            return f"{where}: {shown(error.instance)} is not allowed; allowed: {allowed}"
         allowed = error.schema.get("description") or _clipped(error.message)
         return f"{where}: {shown(error.instance)} is not allowed; allowed: {allowed}"
     if error.validator == "type":

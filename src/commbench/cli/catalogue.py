@@ -18,7 +18,7 @@ def validate(args) -> int:
         check_campaign(campaign)
     except CatalogueError as error:
         print(f"{args.campaign}: warning: kernels not checked: {error}", file=sys.stderr)
-    print(f"{args.campaign}: ok, campaign {campaign.name!r}, {campaign.launch_count} launches")
+    print(f"{args.campaign}: ok, campaign {campaign.name!r}, {campaign.launches_in_words()}")
     return 0
 
 

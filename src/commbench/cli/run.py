@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from commbench.campaign import load_campaign
+from commbench.cli.until_decided import refuse_when_asked_for_rounds, run_until_decided
 from commbench.launch.progress import PROGRESS_LINE, record_stage, stage_estimate_s
 from commbench.launch.supervision import guarded_workflow
 from commbench.locations import resolve
@@ -75,11 +76,18 @@ def run_campaign(args) -> int:
     results = workdir / "results" / campaign.name
     log_path = results / "logs" / "snakemake.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    launches = campaign.launch_count
-    print(f"campaign {campaign.name}: {launches} launches; Snakemake's output: {log_path}", flush=True)
+    print(f"campaign {campaign.name}: {campaign.launches_in_words()}; Snakemake's output: {log_path}", flush=True)
     with open(log_path, "w") as log:
         console = Console(campaign, results)
-        code, interrupted = _supervise(command, log, console)
+        if campaign.until_decided is None:
+            code, interrupted = _supervise(command, log, console)
+        else:
+            refuse_when_asked_for_rounds(args.snakemake_args)
+            build_dir = _option(args.snakemake_args, "build_dir")
+            # A target first: --config, among Snakemake's arguments, would take every word after it.
+            code, interrupted = run_until_decided(
+                campaign, workdir, lambda targets: _supervise([command[0], *targets, *command[1:]], log, console),
+                build_dir=workdir / build_dir if build_dir else None)
     if interrupted:
         print("commbench run: stopped; finished launches are kept, and running it again resumes", file=sys.stderr)
         return 130

@@ -12,6 +12,7 @@ import pandas as pd
 import xarray as xr
 
 from commbench.analysis.compare import VERDICTS, across, describe_launches, provenance_differences, within
+from commbench.analysis.sequential import after_round
 from commbench.analysis.ranges import changed_ranges, describe_range
 from commbench.report.elements import Skipped, Table
 
@@ -70,7 +71,14 @@ def library_row_comparisons(data: ReportData) -> list:
         if empty:
             items.append(Skipped(name, title, f"library row {', '.join(empty)} has no data in this dataset"))
             continue
-        result = within(data.ds, baseline, candidate, dim="library")
+        until = data.config.get("launches")
+        if isinstance(until, dict) and asked:
+            # Launches until decided: the verdicts the campaign stopped on, look by look, not one test
+            # at the end, which would ignore that the number of rounds was chosen by looking.
+            result = after_round(data.ds, baseline, candidate, min_rounds=until["min"], max_rounds=until["max"],
+                                 dim="library").result
+        else:
+            result = within(data.ds, baseline, candidate, dim="library")
         items.append(Comparison(name, title, result, f"library rows of this campaign: baseline {baseline}, "
                                                      f"candidate {candidate}", asked=asked))
     return items

@@ -3,6 +3,8 @@ their rounds, their positions, the seed and their start times."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import xarray as xr
 
@@ -52,3 +54,25 @@ def _rounds_apart(ds: xr.Dataset, rounds: np.ndarray, placed: np.ndarray) -> boo
         return None
     spans = [(started[known & (rounds == r)].min(), started[known & (rounds == r)].max()) for r in numbers]
     return all(earlier[1] <= later[0] for earlier, later in zip(spans, spans[1:]))
+
+
+def until_decided_paragraph(ds: xr.Dataset, until: dict) -> str:
+    """How a campaign of launches until decided chose its rounds, from the looks its dataset recorded
+    (commbench.cli.until_decided)."""
+    text = (f"Launches until decided: at least {until['min']} and at most {until['max']} rounds. From round "
+            f"{until['min']} on, each round was followed by a look at the compare: pairs (commbench.analysis."
+            f"sequential: the false discovery rate spent over the looks), and another round ran while a compared "
+            f"cell was undecided and could still be decided.")
+    recorded = ds.attrs.get("until_decided")
+    if recorded is None:
+        return text + f" The looks: {NOT_RECORDED} (the workflow ran without commbench run)."
+    record = json.loads(recorded)
+    for look in record.get("looks", []):
+        pairs = "; ".join(f"{pair['candidate']} against {pair['baseline']}: " + ", ".join(
+            f"{pair[name]} {name}" for name in ("improved", "regressed", "unchanged", "undecided") if pair.get(name))
+            + (f" ({pair['could_still_decide']} could still be decided)" if pair.get("could_still_decide") else "")
+            for pair in look.get("pairs", []))
+        text += f" After {look['rounds']} rounds: {pairs or 'no compared cell'}."
+    if "stopped" in record:
+        text += f" Stopped after {record['rounds']} rounds: {record['stopped']}."
+    return text

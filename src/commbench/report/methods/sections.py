@@ -20,7 +20,7 @@ from commbench.report.methods.facts import (NOT_RECORDED, _count, _duration, _Fa
                                             _span)
 from commbench.report.methods.imported import imported_paragraphs
 from commbench.report.methods.placements import placements_section
-from commbench.report.methods.rounds import rounds_paragraph
+from commbench.report.methods.rounds import rounds_paragraph, until_decided_paragraph
 from commbench.units import format_size
 
 # The harness's own names of the timers a campaign's `timer` key chooses (kernels/harness/timer.c).
@@ -217,8 +217,10 @@ def _describe_timing(timing: dict) -> str:
 def _launches(facts: _Facts) -> Section:
     ds, config = facts.ds, facts.config
     asked = config.get("launches")
-    paragraphs = [f"Launches (separate mpiexec runs) of every library, placement and kernel: "
-                  f"{NOT_RECORDED if asked is None else asked}; the dataset holds {ds.sizes['launch']} per cell."]
+    asked_text = (NOT_RECORDED if asked is None else
+                  f"until decided ({asked['min']} to {asked['max']} rounds)" if isinstance(asked, dict) else asked)
+    paragraphs = [f"Launches (separate mpiexec runs) of every library, placement and kernel: {asked_text}; the "
+                  f"dataset holds {ds.sizes['launch']} per cell."]
     if "status" in ds:
         statuses = Counter(s for s in ds["status"].values.ravel().tolist() if s != "skipped")
         others = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()) if status != "ok")
@@ -236,6 +238,8 @@ def _launches(facts: _Facts) -> Section:
                   "launches")
     paragraphs.append(order + ".")
     paragraphs.append(rounds_paragraph(ds))
+    if isinstance(asked, dict):
+        paragraphs.append(until_decided_paragraph(ds, asked))
     started = facts.per_run("started")
     started = started if started.dtype.kind == "M" else timestamps(started)   # datetimes, or text not yet opened
     started = [f"{np.datetime_as_string(moment, unit='s')} UTC" for moment in np.sort(started[~np.isnat(started)])]
