@@ -156,3 +156,30 @@ def test_before_the_first_look_more_rounds_are_asked_for_and_a_dataset_without_r
 def test_benjamini_hochberg_ignores_untested_cells():
     p = np.array([0.001, np.nan, 0.04])
     np.testing.assert_allclose(benjamini_hochberg(p)[[0, 2]], scipy.stats.false_discovery_control([0.001, 0.04]))
+
+
+def test_a_recorded_bisection_is_printed_under_the_pair_whose_candidate_runs_its_release():
+    """A campaign's bisect: record (tests/data/bisect: commbench bisect of MPICH 4.3.2 -> 5.0.2 on this
+    machine, 5 launches a side) goes with the comparison whose candidate row runs mpich-5.0.2, and with
+    no other: what it found, and each step's outcome and ratio, as recorded."""
+    from commbench.report.analysis_table import ReportData
+    from commbench.report.comparisons import library_row_comparisons
+
+    record = json.loads((DATA / "bisect" / "mpich-4.3.2-to-mpich-5.0.2.json").read_text())
+    ds = rounds_campaign(8, 3, 1.3)
+    ds.attrs["bisections"] = json.dumps([record, {"baseline": "openmpi-4.1.8", "candidate": "openmpi-5.0.11",
+                                                  "error": "no spec envs/mpi/openmpi-4.1.8.yaml"}])
+    for candidate_mpi, expected in (("mpich-5.0.2", 1), ("openmpi-5.0.11", 1), ("mpich-5.0.1", 0)):
+        ds.attrs["campaign_config"] = json.dumps({
+            "libraries": {"before": {"mpi": "mpich-4.3.2"}, "after": {"mpi": candidate_mpi}},
+            "compare": [{"baseline": "before", "candidate": "after"}], "launches": 3})
+        [comparison] = library_row_comparisons(ReportData(ds))
+        assert len(comparison.causes) == expected, comparison.causes
+    [comparison] = library_row_comparisons(ReportData(ds.assign_attrs(campaign_config=json.dumps({
+        "libraries": {"before": {"mpi": "mpich-4.3.2"}, "after": {"mpi": "mpich-5.0.2"}},
+        "compare": [{"baseline": "before", "candidate": "after"}], "launches": 3}))))
+    [cause] = comparison.causes
+    assert cause.startswith("Which release: commbench bisect from mpich-4.3.2 to mpich-5.0.2, watching "
+                            "pingpong.send 1N2P 8 B, 5 launches a side per step: the change appears after "
+                            "mpich-4.3.2, in one of mpich-5.0.0, mpich-5.0.1, mpich-5.0.2"), cause
+    assert "Steps: mpich-5.0.2 changed, ratio 3.02 [1.62, 5.62]; mpich-5.0.0 undecided, ratio 3.41" in cause, cause

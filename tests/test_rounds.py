@@ -213,6 +213,9 @@ UNTIL_DECIDED = textwrap.dedent("""
     precision: {{rse: 0.05, min_samples: 10, max_samples: 300, max_point_time: 0.3}}
     timeout: 60
 """)
+# A bisection that cannot run (no such release): recorded with its error, and the campaign goes on.
+NO_BISECTION = ("bisect: [{baseline: openmpi-0.0.1, candidate: openmpi-5.0.11, kernel: pingpong.send, "
+                "placement: 1N2P, sizes: [8]}]\n")
 
 
 def test_launches_until_decided_are_checked_as_the_file_is_read(tmp_path):
@@ -241,18 +244,23 @@ def test_a_campaign_runs_rounds_until_its_pairs_are_decided_and_its_report_says_
     """Open MPI on one node over TCP against shared memory, a real knob tens of times slower at 8 B and
     1 KiB: decided at the first look, after launches.min rounds, though launches.max allows one more. (Two
     rounds leave the paired test one degree of freedom, and a 40x change went undecided at 2 rounds.) The
-    looks are kept for a rerun and in the dataset; the report's verdicts and Methods are the looks'."""
+    looks are kept for a rerun and in the dataset; the report's verdicts and Methods are the looks'. Its
+    bisection cannot run (no such release): the campaign ends all the same, exits 1 and says why."""
     from commbench.report.analysis_table import ReportData
     from commbench.report.comparisons import library_row_comparisons
     from commbench.report.methods import methods
 
     name = "decided"
     campaign = write_campaign(workspace / "config" / "campaigns",
-                              UNTIL_DECIDED.format(name=name, launches="{min: 3, max: 4, until: decided}"),
-                              f"{name}.yaml")
+                              UNTIL_DECIDED.format(name=name, launches="{min: 3, max: 4, until: decided}")
+                              + NO_BISECTION, f"{name}.yaml")
     run = subprocess.run(commbench_run(workspace, campaign), capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "commbench run: 1 of the campaign's bisections failed" in run.stderr, run.stderr[-3000:]
     results = workspace / "results" / name
+    [bisection] = json.loads((results / "bisections.json").read_text())
+    assert "openmpi-0.0.1" in bisection["error"] and f"[bisect] openmpi-0.0.1 -> openmpi-5.0.11 failed: " \
+        f"{bisection['error']}" in run.stdout
     assert "2 launches a round, 3 to 4 rounds until the compare: pairs are decided" in run.stdout
     assert "[decided] after 3 rounds: tcp against sm: decided after 3 rounds: 2 regressed" in run.stdout, run.stdout
     raw = results / "raw" / "tcp" / "1N2P" / "pingpong.send"
@@ -269,11 +277,12 @@ def test_a_campaign_runs_rounds_until_its_pairs_are_decided_and_its_report_says_
     assert f"Stopped after 3 rounds: {record['stopped']}." in text
     [comparison] = library_row_comparisons(ReportData(ds))
     assert comparison.counts["regressed"] == 2 and "(rounds/4)^2" in comparison.statement
+    assert comparison.causes == (f"Bisecting openmpi-0.0.1 -> openmpi-5.0.11 failed: {bisection['error']}.",)
     assert (comparison.result["decided_at"] == 3).all()
 
     # Run again: nothing is measured again, and the look gives the same decision.
     again = subprocess.run(commbench_run(workspace, campaign), capture_output=True, text=True, timeout=600)
-    assert again.returncode == 0 and "[decided] after 3 rounds" in again.stdout, again.stdout[-3000:]
+    assert again.returncode == 1 and "[decided] after 3 rounds" in again.stdout, again.stdout[-3000:]
     assert "launches]" not in again.stdout and json.loads((results / "decisions.json").read_text()) == record
 
     # A campaign stopped while a 4th round ran goes on with it: the workflow reads the rounds recorded.

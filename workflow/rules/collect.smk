@@ -6,6 +6,8 @@ rule collect:
         builds=[build_record(m) for m in CAMPAIGN.mpi_names],
         # Launches until decided: the looks that chose the rounds, kept in the dataset for Methods.
         decisions=decisions_record,
+        # The campaign's bisections (bisect:), run by commbench run: what each found, for the report.
+        bisections=bisections_record,
     output:
         # Snakemake deletes them before the job; the collection finds them under their held names and
         # keeps them in history/ (commbench.io.archive). A collection that fails leaves none: no stale

@@ -11,6 +11,7 @@ from commbench.campaign import (WORKFLOW_OPTIONS, Campaign, CampaignError, campa
                                 read_overrides)
 from commbench.campaign.rounds import (DECISIONS_FILE, SEED_FILE, draw_seed, recorded_decisions, recorded_seed,
                                       seed_record)
+from commbench.cli.bisections import BISECTIONS_FILE
 from commbench.io.atomic import write_text
 from commbench.io.archive import hold
 from commbench.io.collected import out_of_date, recollection_param
@@ -188,6 +189,12 @@ def decisions_record(wildcards):
     """Launches until decided: the looks commbench run recorded (none where the workflow ran alone)."""
     path = RESULTS / DECISIONS_FILE
     return [path] if CAMPAIGN.until_decided is not None and path.exists() else []
+
+
+def bisections_record(wildcards):
+    """The bisections commbench run ran for the campaign's bisect: entries (none where it ran alone)."""
+    path = RESULTS / BISECTIONS_FILE
+    return [path] if CAMPAIGN.config.get("bisect") and path.exists() else []
 
 
 def launch_settings(wildcards):

@@ -33,6 +33,8 @@ try:
         ds.attrs.update(sources)
         if snakemake.input.decisions:    # launches until decided: the looks that chose the rounds
             ds.attrs["until_decided"] = Path(snakemake.input.decisions[0]).read_text()
+        if snakemake.input.bisections:   # bisect: which release brought a change
+            ds.attrs["bisections"] = Path(snakemake.input.bisections[0]).read_text()
         write_dataset(ds, snakemake.output.dataset)
     ds.close()
     samples_file.unlink(missing_ok=True)

@@ -122,6 +122,8 @@ def _number_words(schema: dict) -> str:
 
 # The schema's name patterns in words: names become paths, shell words and variable names.
 PATTERN_WORDS = {
+    "^[a-z][a-z0-9_.]*$": "a kernel name (lower-case letters, digits, '_' and '.')",
+    "^[0-9]+N[0-9]+P$": "a placement named <nodes>N<ppn>P, e.g. 1N2P",
     "^[A-Za-z0-9][A-Za-z0-9._+-]*$": "letters, digits, '.', '_', '+' and '-', starting with a letter or digit",
     "^[a-z][a-z0-9_.]*(@[A-Za-z0-9._+-]+)?$": "a kernel name (lower-case letters, digits, '_' and '.'), "
                                                "optionally '@label' of letters, digits, '.', '_', '+' and '-'",

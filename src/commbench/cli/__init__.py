@@ -32,6 +32,11 @@ def main(argv=None) -> int:
     args.started = time.monotonic()      # what a verb that times itself counts from: its imports too
     try:
         return args.verb(args)
+    except KeyboardInterrupt:
+        # Ctrl-C between workflow runs (a bisection's steps, say): each run already ended its own jobs.
+        print(f"commbench {args.command}: stopped; what finished is kept, and running it again resumes",
+              file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # `commbench kernels | head`: the reader has all it wanted; nothing more may go to the pipe.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

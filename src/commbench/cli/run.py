@@ -19,6 +19,7 @@ A dry run (-n) and Snakemake's other reports go to the console as they are.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -31,7 +32,8 @@ import time
 from pathlib import Path
 
 from commbench.campaign import load_campaign
-from commbench.cli.until_decided import refuse_when_asked_for_rounds, run_until_decided
+from commbench.cli.bisections import BISECTIONS_FILE, run_bisections
+from commbench.cli.until_decided import LAUNCHES_TARGET, refuse_when_asked_for_rounds, run_until_decided
 from commbench.launch.progress import PROGRESS_LINE, record_stage, stage_estimate_s
 from commbench.launch.supervision import guarded_workflow
 from commbench.locations import resolve
@@ -79,15 +81,12 @@ def run_campaign(args) -> int:
     print(f"campaign {campaign.name}: {campaign.launches_in_words()}; Snakemake's output: {log_path}", flush=True)
     with open(log_path, "w") as log:
         console = Console(campaign, results)
-        if campaign.until_decided is None:
+        if campaign.until_decided is None and not campaign.config.get("bisect"):
             code, interrupted = _supervise(command, log, console)
         else:
-            refuse_when_asked_for_rounds(args.snakemake_args)
-            build_dir = _option(args.snakemake_args, "build_dir")
-            # A target first: --config, among Snakemake's arguments, would take every word after it.
-            code, interrupted = run_until_decided(
-                campaign, workdir, lambda targets: _supervise([command[0], *targets, *command[1:]], log, console),
-                build_dir=workdir / build_dir if build_dir else None)
+            code, interrupted = _run_in_steps(campaign, args.snakemake_args, workdir, lambda targets: _supervise(
+                # A target first: --config, among Snakemake's arguments, would take every word after it.
+                [command[0], *targets, *command[1:]], log, console))
     if interrupted:
         print("commbench run: stopped; finished launches are kept, and running it again resumes", file=sys.stderr)
         return 130
@@ -102,7 +101,35 @@ def run_campaign(args) -> int:
     from commbench.cli.summary import summary
 
     path, ds = open_dataset(dataset)
-    return summary(ds, path, check=True)
+    code = summary(ds, path, check=True)
+    failed = [record for record in _bisections(results, campaign) if "error" in record]
+    if failed:
+        print(f"commbench run: {len(failed)} of the campaign's bisections failed (above; their errors are in the "
+              f"report too)", file=sys.stderr)
+    return code or int(bool(failed))
+
+
+def _bisections(results: Path, campaign) -> list[dict]:
+    """What this run's bisections recorded (none where the campaign has no bisect: entries)."""
+    path = results / BISECTIONS_FILE
+    return json.loads(path.read_text()) if campaign.config.get("bisect") and path.exists() else []
+
+
+def _run_in_steps(campaign, snakemake_args: list[str], workdir: Path, workflow) -> tuple[int, bool]:
+    """The launches (round by round, for launches until decided), then the campaign's bisections, then
+    its dataset and report; (exit status, interrupted) of the step that ended it."""
+    if campaign.until_decided is not None:
+        refuse_when_asked_for_rounds(snakemake_args)
+        build_dir = _option(snakemake_args, "build_dir")
+        code, interrupted = run_until_decided(campaign, workdir, workflow,
+                                              build_dir=workdir / build_dir if build_dir else None)
+    else:
+        code, interrupted = workflow([LAUNCHES_TARGET])
+    if code != 0 or interrupted:
+        return code, interrupted
+    if campaign.config.get("bisect"):
+        run_bisections(campaign, workdir, snakemake_args)
+    return workflow([])
 
 
 def _option(args: list[str], *names: str) -> str | None:

@@ -2,7 +2,7 @@
 campaign's launches round by round through the workflow and, from launches.min rounds on, looks after
 each round at every `compare:` pair (commbench.analysis.sequential.after_round): another round runs
 while a compared cell is undecided and could still be decided, up to launches.max. The dataset and
-report are made once, after the last round.
+report are made once, after the last round (commbench.cli.run).
 
 Each look is kept in results/<campaign>/decisions.json: the workflow reads from it how many rounds to
 run (a campaign stopped in the middle goes on where it was), and the collection keeps it in the dataset,
@@ -30,8 +30,8 @@ LAUNCHES_TARGET = "launches"
 
 def run_until_decided(campaign: Campaign, workdir: Path, run_workflow: Callable[[list[str]], tuple[int, bool]],
                       build_dir: Path | None = None) -> tuple[int, bool]:
-    """Rounds until decided, then the dataset and report; (exit status, interrupted) of the last workflow
-    run. `run_workflow(targets)` runs the campaign's workflow with those targets ([]: its default)."""
+    """Rounds until decided; (exit status, interrupted) of the last workflow run. `run_workflow(targets)`
+    runs the campaign's workflow with those targets."""
     until = campaign.until_decided
     results = workdir / "results" / campaign.name
     path = results / DECISIONS_FILE
@@ -56,7 +56,7 @@ def run_until_decided(campaign: Campaign, workdir: Path, run_workflow: Callable[
         print(f"[decided] after {rounds} rounds: {look['reason']}"
               + (f"; round {rounds + 1} of at most {until['max']} runs next" if more else ""), flush=True)
         if not more:
-            return run_workflow([])
+            return 0, False
 
 
 def _look(campaign: Campaign, workdir: Path, build_dir: Path, rounds: int, until: dict) -> dict:
@@ -66,7 +66,9 @@ def _look(campaign: Campaign, workdir: Path, build_dir: Path, rounds: int, until
     for pair in campaign.config["compare"]:
         decision = after_round(ds, pair["baseline"], pair["candidate"], min_rounds=until["min"],
                                max_rounds=until["max"], dim="library")
-        verdicts = decision.verdict.values.ravel().tolist()
+        # Cells either row measured: sizes a kernel's placements never ran are no undecided cells.
+        measured = (decision.result["baseline_launches"] > 0) | (decision.result["candidate_launches"] > 0)
+        verdicts = decision.verdict.values[measured.transpose(*decision.verdict.dims).values].tolist()
         counts = {name: verdicts.count(name) for name in ("improved", "regressed", "unchanged", "undecided")}
         pairs.append({**pair, **counts, "could_still_decide": int(decision.could_reach.sum()),
                       "more": decision.more})

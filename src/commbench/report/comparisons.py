@@ -5,6 +5,7 @@ that changed as a table.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,7 @@ class Comparison:
     matched: str
     warnings: tuple[str, ...] = ()
     asked: bool = True     # False: a default pair (first row against another), not one the campaign listed
+    causes: tuple[str, ...] = ()   # what the campaign's bisections of the candidate's release found
 
     @property
     def counts(self) -> dict[str, int]:
@@ -80,8 +82,16 @@ def library_row_comparisons(data: ReportData) -> list:
         else:
             result = within(data.ds, baseline, candidate, dim="library")
         items.append(Comparison(name, title, result, f"library rows of this campaign: baseline {baseline}, "
-                                                     f"candidate {candidate}", asked=asked))
+                                                     f"candidate {candidate}", asked=asked,
+                                causes=_bisections_of(data, candidate)))
     return items
+
+
+def _bisections_of(data: ReportData, row: str) -> tuple[str, ...]:
+    """What the campaign's recorded bisections found about the installation library row `row` runs."""
+    mpi = data.config.get("libraries", {}).get(row, {}).get("mpi")
+    records = json.loads(data.ds.attrs.get("bisections", "[]"))
+    return tuple(_describe_bisection(record) for record in records if record.get("candidate") == mpi)
 
 
 def baseline_comparisons(data: ReportData) -> list:
@@ -121,3 +131,18 @@ def baseline_warnings(dataset, baseline) -> list[str]:
     base, current = open_campaign(baseline), open_campaign(dataset)
     across(base, current)
     return provenance_differences(base, current)
+
+
+def _describe_bisection(record: dict) -> str:
+    """One sentence for the report: what a recorded bisection (commbench bisect's record) watched and found."""
+    if "error" in record:
+        return f"Bisecting {record['baseline']} -> {record['candidate']} failed: {record['error']}."
+    steps = []
+    for step in record["steps"]:
+        cell = next((c for c in step.get("cells", []) if c.get("ratio") is not None), None)
+        measured = (f", ratio {cell['ratio']:.3g} [{cell['ratio_low']:.3g}, {cell['ratio_high']:.3g}]"
+                    if cell else "")
+        steps.append(f"{step['release']} {step['outcome']}{measured}")
+    return (f"Which release: commbench bisect from {record['baseline']} to {record['candidate']}, watching "
+            f"{', '.join(record['cells'])}, {record['launches']} launches a side per step: {record['summary']}. "
+            f"Steps: {'; '.join(steps)}.")

@@ -83,4 +83,5 @@ def comparison_entry(section: ComparisonSection) -> dict:
     comparison = section.comparison
     return {"name": comparison.name, "title": comparison.title, "counts": comparison.counts,
             "figures": [figure.name for figure in section.figures],
-            "changed_ranges": section.table.frame.to_dict("records"), "warnings": list(comparison.warnings)}
+            "changed_ranges": section.table.frame.to_dict("records"), "warnings": list(comparison.warnings),
+            "causes": list(comparison.causes)}

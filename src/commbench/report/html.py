@@ -28,6 +28,7 @@ th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; vertical-a
 th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 .caption { color: #555; font-size: 0.9em; } .skipped { color: #8a5a00; }
 .flag { background: #fde2e2; border: 1px solid #d33; padding: 0.6em; }
+.cause { background: #eef4fb; border-left: 3px solid #3a6ea5; padding: 0.4em 0.6em; }
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 0.8em; }
 img.static { max-width: 100%; }
 """
@@ -97,6 +98,7 @@ def _comparisons_html(sections: list[ComparisonSection], skipped: list[Skipped],
         body = "<p class='caption'>No size range changed.</p>" if table.frame.empty else _frame_html(table.frame)
         parts.append(f"<h4 id='{table.name}'>{html.escape(table.title)}</h4>{body}"
                      f"<p class='caption'>{html.escape(comparison.statement)}</p>")
+        parts += [f"<p class='cause'>{html.escape(line)}</p>" for line in comparison.causes]
     parts += [f"<p class='skipped'><b>{html.escape(s.title)}</b>: not compared, {html.escape(s.reason)}</p>"
               for s in skipped]
     return "".join(parts)
