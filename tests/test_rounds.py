@@ -232,6 +232,12 @@ def test_launches_until_decided_are_checked_as_the_file_is_read(tmp_path):
     assert "launches.until: 'decide' is not allowed (did you mean 'decided'?); allowed values: decided" in \
         campaign_error(tmp_path, text("{min: 3, max: 4, until: decide}"))
     assert "launches: 0 is less than the minimum of 1" in campaign_error(tmp_path, text(0))
+    assert "launches: 'abc' is not allowed; allowed: an integer, at least 1, at most 1000 or a mapping with keys " \
+        "min, max, until" in campaign_error(tmp_path, text("abc"))
+    assert "launches: unknown key 'untl' (did you mean 'until'?)" in campaign_error(
+        tmp_path, text("{min: 3, max: 4, untl: decided}"))
+    assert "kernels.pingpong.send.sizes: unknown key 'maxx' (did you mean 'max'?)" in campaign_error(
+        tmp_path, text(3).replace("{list: [8, 1Ki]}", "{schedule: powers, min: 8, maxx: 1Ki}"))
     assert "rounds: 9 is outside launches.min..launches.max (3..8)" in campaign_error(
         tmp_path, text("{min: 3, max: 8, until: decided}", "rounds: 9\n"))
     assert "rounds: only with launches until decided" in campaign_error(tmp_path, text(3, "rounds: 2\n"))

@@ -83,12 +83,20 @@ def describe_error(error) -> str:
         deepest = max(error.context, key=lambda e: len(e.absolute_path))
         if deepest.absolute_path != error.absolute_path:
             return describe_error(deepest)
-        # The one branch the value has the type of (launches: 0 is an integer): what that branch refuses.
-        typed = [e for e in error.context if e.validator != "type"]
-        if typed and len({e.schema_path[0] for e in typed}) == 1:
-            return describe_error(typed[0])
+        # The one branch the value has the type and the required keys of (launches: 0 is an integer; sizes
+        # with `schedule:` are a schedule): what that branch refuses.
+        fitting = [e for e in error.context if e.schema_path[0] not in
+                   {e.schema_path[0] for e in error.context if e.validator == "type"}]
+        if len({e.schema_path[0] for e in fitting}) > 1:
+            fitting = [e for e in fitting if e.schema_path[0] not in
+                       {e.schema_path[0] for e in fitting if e.validator == "required"}]
+        if fitting and len({e.schema_path[0] for e in fitting}) == 1:
+            # An unknown key says more than a missing one (`untl:` for `until:`).
+            return describe_error(min(fitting, key=lambda e: e.validator != "additionalProperties"))
         branches = error.schema["oneOf"]
-        if all("type" in branch for branch in branches):     # a value of none of the types: name them
+        # A value of none of the types, where the types alone say what is allowed: name them.
+        if all(e.validator == "type" for e in error.context) and \
+                all("type" in branch and "pattern" not in branch for branch in branches):
             allowed = " or ".join(_number_words(branch) + (f" with keys {', '.join(branch['properties'])}"
                                                             if "properties" in branch else "") for branch in branches)
             return f"{where}: {shown(error.instance)} is not allowed; allowed: {allowed}"
@@ -124,6 +132,7 @@ def _number_words(schema: dict) -> str:
 PATTERN_WORDS = {
     "^[a-z][a-z0-9_.]*$": "a kernel name (lower-case letters, digits, '_' and '.')",
     "^[0-9]+N[0-9]+P$": "a placement named <nodes>N<ppn>P, e.g. 1N2P",
+    "^[0-9]+(k|K|M|G|Ki|Mi|Gi)?$": "bytes as digits with an optional k, K, M, G, Ki, Mi or Gi suffix",
     "^[A-Za-z0-9][A-Za-z0-9._+-]*$": "letters, digits, '.', '_', '+' and '-', starting with a letter or digit",
     "^[a-z][a-z0-9_.]*(@[A-Za-z0-9._+-]+)?$": "a kernel name (lower-case letters, digits, '_' and '.'), "
                                                "optionally '@label' of letters, digits, '.', '_', '+' and '-'",
