@@ -14,12 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from commbench import open_campaign
 from commbench.campaign import Campaign, load_campaign
 from commbench.campaign.rounds import SEED_FILE, recorded_seed, round_order, sequence
 from commbench.io.raw import read_launch_record
-from commbench.report.methods.rounds import rounds_paragraph
+from commbench.report.methods.rounds import rounds_paragraph, until_decided_paragraph
 
 from conftest import LIBRARIES, campaign_error, interruptible, snakemake, workflow_command, write_campaign
 
@@ -243,6 +244,10 @@ def test_launches_until_decided_are_checked_as_the_file_is_read(tmp_path):
     assert "rounds: only with launches until decided" in campaign_error(tmp_path, text(3, "rounds: 2\n"))
     alone = text("{min: 3, max: 8, until: decided}").replace("compare: [{baseline: sm, candidate: tcp}]\n", "")
     assert "launches: until decided needs `compare:` pairs" in campaign_error(tmp_path, alone)
+    # A dataset without the looks (the workflow run alone) says so, and claims no look.
+    paragraph = until_decided_paragraph(xr.Dataset(), {"min": 3, "max": 8, "until": "decided"})
+    assert paragraph == ("Launches until decided: at least 3 and at most 8 rounds. The looks that chose the rounds: "
+                         "not recorded (the workflow was run without commbench run).")
 
 
 @pytest.mark.mpi

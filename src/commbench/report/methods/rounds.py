@@ -59,13 +59,13 @@ def _rounds_apart(ds: xr.Dataset, rounds: np.ndarray, placed: np.ndarray) -> boo
 def until_decided_paragraph(ds: xr.Dataset, until: dict) -> str:
     """How a campaign of launches until decided chose its rounds, from the looks its dataset recorded
     (commbench.cli.until_decided)."""
-    text = (f"Launches until decided: at least {until['min']} and at most {until['max']} rounds. From round "
-            f"{until['min']} on, each round was followed by a look at the compare: pairs (commbench.analysis."
-            f"sequential: the false discovery rate spent over the looks), and another round ran while a compared "
-            f"cell was undecided and could still be decided.")
+    text = f"Launches until decided: at least {until['min']} and at most {until['max']} rounds."
     recorded = ds.attrs.get("until_decided")
     if recorded is None:
-        return text + f" The looks: {NOT_RECORDED} (the workflow ran without commbench run)."
+        return text + f" The looks that chose the rounds: {NOT_RECORDED} (the workflow was run without commbench run)."
+    text += (f" From round {until['min']} on, each round was followed by a look at the compare: pairs (commbench."
+             f"analysis.sequential: the false discovery rate spent over the looks), and another round ran while a "
+             f"compared cell was undecided and could still be decided.")
     record = json.loads(recorded)
     for look in record.get("looks", []):
         pairs = "; ".join(f"{pair['candidate']} against {pair['baseline']}: " + ", ".join(
