@@ -16,7 +16,8 @@ import pytest
 
 from commbench.launch import vnodes
 from commbench import open_campaign
-from commbench.campaign import load_campaign
+from commbench.campaign import Campaign, load_campaign
+from commbench.campaign.rounds import recorded_seed
 
 from conftest import REPO, interruptible, snakemake, workflow_command
 from test_rounds import assert_ran_as_designed
@@ -85,18 +86,34 @@ def test_campaign_through_slurm_has_the_local_schema(workspace, built, local_slu
 
     snakemake(workspace, "results/onhost/onhost.nc", "--configfile", str(files["onhost"]))
 
-    args = profile_run(workspace, local_slurm, files["onslurm"], "results/onslurm/onslurm.nc")
-    run = subprocess.run(args, cwd=workspace, capture_output=True, text=True,
-                         env={**local_slurm.env, "PYTHONUNBUFFERED": "1"}, timeout=600)
-    output = run.stdout + run.stderr
-    assert run.returncode == 0, output[-8000:]
+    # The campaign in two runs, as one stopped after its first two launches and run again: the first
+    # runs the design's first two launches (a dry run draws and records the seed that orders them), the
+    # second resumes, in the recorded design, without redoing them.
+    results = workspace / "results" / "onslurm"
+    snakemake(workspace, "results/onslurm/onslurm.nc", "--configfile", str(files["onslurm"]), "--dry-run")
+    campaign_design = load_campaign(files["onslurm"])
+    design = Campaign(campaign_design.name, campaign_design.source,
+                      {**campaign_design.config, "round_seed": recorded_seed(results)}).in_rounds()
+    second = "results/onslurm/raw/{}/{}/{}/launch{}.jsonl".format(*design[1])
+    output = ""
+    for target in (second, "results/onslurm/onslurm.nc"):
+        run = subprocess.run(profile_run(workspace, local_slurm, files["onslurm"], target), cwd=workspace,
+                             capture_output=True, text=True, env={**local_slurm.env, "PYTHONUNBUFFERED": "1"},
+                             timeout=600)
+        output += run.stdout + run.stderr
+        assert run.returncode == 0, output[-8000:]
+        if target == second:
+            finished = {path: path.read_bytes() for path in (results / "raw").rglob("launch*.jsonl")}
+            assert len(finished) == 2, (finished, output[-4000:])
+    assert all(path.read_bytes() == content for path, content in finished.items())
 
-    # Through Slurm: the launches and the collection were jobs of this run, and they completed.
-    run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
-    submitted = dict(re.findall(r"Job (\d+) has been submitted with SLURM jobid (\d+)", output))
-    assert len(submitted) == 5, output[-4000:]   # four launches and collect; builds are local rules
-    jobs = {job["JobId"]: job for job in local_slurm.finished_jobs() if job.get("Name") == run_id}
-    assert sorted(jobs) == sorted(submitted.values()), (jobs, submitted)
+    # Through Slurm: the launches and the collection were jobs of these runs, and they completed.
+    run_ids = re.findall(r"SLURM run ID: (\S+)", output)
+    # (Snakemake numbers its jobs afresh in each run: the Slurm job ids are what identify them.)
+    submitted = re.findall(r"Job \d+ has been submitted with SLURM jobid (\d+)", output)
+    assert len(run_ids) == 2 and len(submitted) == 5, output[-4000:]   # four launches and collect; builds are local
+    jobs = {job["JobId"]: job for job in local_slurm.finished_jobs() if job.get("Name") in run_ids}
+    assert sorted(jobs) == sorted(submitted), (jobs, submitted)
     assert all(job["JobState"] == "COMPLETED" and job["Partition"] == local_slurm.partition
                for job in jobs.values()), jobs
     launch_logs = sorted((workspace / ".snakemake" / "slurm_logs" / "rule_run_launch").rglob("*.log"))
