@@ -16,6 +16,12 @@ SNAKEFILE = REPO / "workflow" / "Snakefile"
 SNAKEMAKE = Path(sys.executable).parent / "snakemake"
 LIBRARIES = ("mpich-5.0.2", "openmpi-5.0.11")
 
+# Settings for launches that check that something runs, not how fast: Open MPI 5 loads its ofi BTL,
+# which finds no libfabric provider on a machine without a fabric and then sleeps 1 s while closing
+# (in MPI_Init, under mca_btl_base_select): one second of every launch's 1.2 s here. Without it Open MPI
+# uses the BTLs it would use anyway (self, sm, tcp); the setting is recorded in each launch.
+QUICK_START = {"mpich-5.0.2": {}, "openmpi-5.0.11": {"OMPI_MCA_btl": "^ofi"}}
+
 
 def interruptible() -> None:
     """preexec_fn of a workflow a test stops with Ctrl-C (SIGINT): SIGINT at its default, as a terminal

@@ -8,7 +8,7 @@ from commbench.launch.catalogue import catalogue
 from commbench.launch.placement import Placement
 from commbench.launch import netem
 
-from conftest import LIBRARIES, launch
+from conftest import LIBRARIES, QUICK_START, launch
 
 pytestmark = pytest.mark.mpi
 
@@ -33,7 +33,7 @@ def test_kernel_runs_and_gives_sane_values(workspace, built, tmp_path, library, 
     placement = (Placement("1N4P", 1, 4) if kernel.startswith(FOUR_RANKS)
                  else ALONE if kernel.startswith(ONE_RANK) else ON_NODE)
     sizes = "512,2048" if kernel.startswith("halo.") else "8,4096"
-    result = launch(workspace, library, placement, quick(kernel, sizes), tmp_path)
+    result = launch(workspace, library, placement, quick(kernel, sizes), tmp_path, library_env=QUICK_START[library])
     assert result.status == "ok", result.launch.get("console_tail")
     assert result.run["kernel"] == kernel and result.run["metric"]
     assert [p.size for p in result.points] == [int(s) for s in sizes.split(",")]
@@ -138,17 +138,19 @@ def test_emulated_network_delivers_its_rate_less_headers(workspace, built, tmp_p
 
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_acknowledged_fan_out_latency_is_at_least_the_repeated_call_time(workspace, built, tmp_path, library):
-    """On 4 ranks, calls that may pipeline (timed at rank 0) can only look faster than the
-    latency of the acknowledged method, which waits for the slowest rank."""
-    four = Placement("1N4P", 1, 4)
-    common = ["--sizes", "8,4096", "--min-samples", "5", "--max-samples", "50", "--max-point-time", "0.3"]
-    ratios = {8: [], 4096: []}
-    for _ in range(3):          # 4 ranks share 2 cores here: alternate, and judge the median ratio
-        accurate = medians(launch(workspace, library, four, ["coll.bcast", "--method", "accurate", *common], tmp_path))
-        lower = medians(launch(workspace, library, four, ["coll.bcast", "--method", "lower", *common], tmp_path))
-        for size in ratios:
-            ratios[size].append(accurate[size] / lower[size])
-    assert all(np.median(r) >= 0.9 for r in ratios.values()), ratios
+    """Calls that may pipeline (timed at rank 0) can only look faster than the latency of the
+    acknowledged method, which waits for the receiving rank. Two ranks, each on a core of its own: on
+    four ranks sharing two cores the acknowledgement round trip that the method subtracts is the
+    scheduler's (accurate/lower read 0.75-0.90 at 4 KiB on Open MPI in one run). At 8 B pipelining shows
+    (accurate/lower 1.3-5 here); from 512 B Open MPI's two-rank bcast no longer overlaps calls and the
+    two methods agree within their noise (0.83-1.39), which says nothing about the order."""
+    common = ["--sizes", "8", "--min-samples", "5", "--max-samples", "50", "--max-point-time", "0.3"]
+    ratios = []
+    for _ in range(3):          # alternate, and judge the median ratio
+        accurate = medians(launch(workspace, library, ON_NODE, ["coll.bcast", "--method", "accurate", *common], tmp_path))
+        lower = medians(launch(workspace, library, ON_NODE, ["coll.bcast", "--method", "lower", *common], tmp_path))
+        ratios.append(accurate[8] / lower[8])
+    assert np.median(ratios) >= 0.9, ratios
 
 
 def test_collective_bounds_bracket_the_operation(workspace, built, tmp_path):
