@@ -149,7 +149,7 @@ def test_pairs_of_nodes_share_the_switch_rate(workspace, built, tmp_path):
     reason = vnodes.unavailable_reason()
     if reason:
         pytest.skip(reason)
-    link, switch, size = {"rate": "100mbit", "mtu": 1500}, {"rate": "150mbit"}, 2**20
+    link, switch, size = {"rate": "100mbit", "mtu": 1500}, {"rate": "150mbit"}, 2**19
     args = ["multipair.stream", "--sizes", str(size), "--window", "8", "--min-samples", "5", "--max-samples", "20",
             "--max-point-time", "8"]
     aggregate = {}

@@ -361,9 +361,11 @@ def _snapshot(results: Path) -> dict[str, tuple[int, bytes]]:
 
 @pytest.mark.mpi
 def test_interrupted_campaign_resumes_without_redoing_or_duplicating(workspace, built):
-    text = HANG.format(name="resume", timeout=8).replace(
+    # One library: what is redone or kept does not depend on which (the hang test runs both).
+    text = HANG.format(name="resume", timeout=8).replace("  openmpi-5.0.11: {mpi: openmpi-5.0.11}\n", "").replace(
         "pingpong.send: {sizes: {list: [8, 1Ki]}}",
         "pingpong.send: {sizes: {list: [8, 1Ki]}}\n  pingpong.isend: {sizes: {list: [8, 1Ki]}}")
+    assert "openmpi" not in text
     # Launches run in the order of the campaign's round_seed: one whose first two launches do not hang.
     cells = load_campaign(write(workspace / "config" / "campaigns", text, "resume.yaml")).cells()
     seed = next(s for s in range(1000) if not any("@hang" in cell[2] for cell in round_order(cells, s, 0)[:2]))
@@ -402,7 +404,7 @@ def test_interrupted_campaign_resumes_without_redoing_or_duplicating(workspace, 
     after = _snapshot(results)
     for path, (mtime, content) in finished.items():
         assert after[path] == (mtime, content), f"{path} was redone"
-    assert len(after) == 6 and no_leftovers(workspace) == []  # 2 libraries x 3 entries
+    assert len(after) == 3 and no_leftovers(workspace) == []  # 1 library x 3 entries
     assert list(scratch.iterdir()) == []          # the launch's rerun removed what its killed run left
     assert not list(results.rglob("*.partial")) and not list(results.rglob("*.tmp"))
 
@@ -424,10 +426,10 @@ def test_interrupted_campaign_resumes_without_redoing_or_duplicating(workspace, 
                     campaign.read_text().replace("rse: 0.2", "rse: 0.05"), "resume-changed.yaml")
     refused = snakemake(workspace, dataset, "--configfile", str(changed), "--dry-run", check=False)
     message = refused.stdout + refused.stderr
-    assert refused.returncode != 0 and "holds 4 finished launches measured with other settings" in message, message
+    assert refused.returncode != 0 and "holds 2 finished launches measured with other settings" in message, message
     assert "--rse 0.2 -> 0.05" in message and "campaign: resume-2" in message and "--config overwrite=true" in message
     allowed = snakemake(workspace, dataset, "--configfile", str(changed), "--dry-run", "--config", "overwrite=true")
-    assert allowed.stdout.count("rule run_launch") == 6  # 4 finished and 2 timed-out launches
+    assert allowed.stdout.count("rule run_launch") == 3  # 2 finished and 1 timed-out launches
     assert _snapshot(results) == after
 
 

@@ -58,7 +58,7 @@ def profile_run(workspace, cluster, campaign_file, target) -> list[str]:
             "--configfile", str(campaign_file),
             "--default-resources", f"slurm_partition={cluster.partition}",
             # Seconds, not the profile's tens of seconds, between status checks of short jobs.
-            "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2",
+            "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "1",
             "--slurm-keep-successful-logs"]
     if node_memory_mb(cluster) < PROFILE_MEM_MB:
         # A smaller test machine: the same request with the memory it has (the flag replaces the
@@ -194,7 +194,10 @@ def test_a_workflow_stopped_during_an_allocation_leaves_nothing_behind(workspace
     """Ctrl-C while a two-node launch runs: Snakemake cancels the job, Slurm ends its steps, and the
     launch takes its ranks along; no job, step, rank or virtual node of the launch is left."""
     campaign_file = workspace / "config" / "campaigns" / "stopped.yaml"
-    campaign_file.write_text(LONG_CAMPAIGN)
+    # Scratch in the workspace, not /tmp: the launch stopped here leaves its (empty) scratch directory, as
+    # a launch killed outright does (its clean-up does not run to its end); the launch's rerun would
+    # remove it (test_reliability's resume test).
+    campaign_file.write_text(LONG_CAMPAIGN + f"scratch: {workspace / 'stopped-scratch'}\n")
     before = vnodes.existing_clusters()
     workflow = subprocess.Popen(profile_run(workspace, local_slurm, campaign_file, "results/stopped/stopped.nc"),
                                 cwd=workspace, env={**local_slurm.env, "PYTHONUNBUFFERED": "1"},
