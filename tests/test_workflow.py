@@ -214,7 +214,7 @@ HANG = """
     launches: 1
     shuffle: false
     precision: {rse: 0.2, min_samples: 3, max_samples: 30, max_point_time: 0.5}
-    timeout: 10
+    timeout: 5
 """
 
 
