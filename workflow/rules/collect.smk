@@ -1,7 +1,7 @@
 rule collect:
     """Every launch of the campaign into one dataset; failed launches are kept as failed cells."""
     input:
-        raw=[raw_file(*run) for run in CAMPAIGN.runs()],
+        raw=RAW_FILES,
         libraries=[library_record(m) for m in CAMPAIGN.mpi_names],
         builds=[build_record(m) for m in CAMPAIGN.mpi_names],
         # Launches until decided: the looks that chose the rounds, kept in the dataset for Methods.

@@ -10,7 +10,7 @@ from commbench.launch.build import retry_token, strict_installations
 from commbench.campaign import (WORKFLOW_OPTIONS, Campaign, CampaignError, campaign_from_config, describe_overrides,
                                 read_overrides)
 from commbench.campaign.rounds import (DECISIONS_FILE, SEED_FILE, draw_seed, recorded_decisions, recorded_seed,
-                                      seed_record)
+                                      rounds_outside, seed_record)
 from commbench.cli.bisections import BISECTIONS_FILE
 from commbench.io.atomic import write_text
 from commbench.io.archive import hold
@@ -131,10 +131,9 @@ def _rounds_decided() -> int:
     except ValueError as error:
         raise WorkflowError(f"{CAMPAIGN_SOURCE}: {error}") from None
     rounds = until["min"] if recorded is None else recorded["rounds"]
-    if not until["min"] <= rounds <= until["max"]:
-        raise WorkflowError(f"{CAMPAIGN_SOURCE}: {RESULTS / DECISIONS_FILE} records {rounds} rounds, outside "
-                            f"launches.min..launches.max ({until['min']}..{until['max']}); remove it to start "
-                            f"again from {until['min']} rounds")
+    if outside := rounds_outside(until, rounds):
+        raise WorkflowError(f"{CAMPAIGN_SOURCE}: {RESULTS / DECISIONS_FILE} records rounds: {outside}; remove it "
+                            f"to start again from {until['min']} rounds")
     return rounds
 
 
@@ -177,6 +176,10 @@ def build_record(mpi):
 
 def raw_file(library, placement, kernel, launch):
     return RESULTS / "raw" / library / placement / kernel / f"launch{launch}.jsonl"
+
+
+# Every launch's raw file, in the campaign's order: what collect reads and the `launches` target makes.
+RAW_FILES = [raw_file(*run) for run in CAMPAIGN.runs()]
 
 
 def previous_launch(wildcards):
@@ -238,9 +241,8 @@ def _dataset_out_of_date() -> str:
     """collect's param that collects again a dataset that does not hold what its raw files hold now
     (commbench.io.collected): one put back by hand, or by a tool that gives it a fresh modification
     time, whatever the times say."""
-    raw = [raw_file(*run) for run in CAMPAIGN.runs()]   # as collect's input lists them
-    param = recollection_param(DATASET, raw) if DATASET.exists() else ""
-    if param and not workflow.remote_exec and (why := out_of_date(DATASET, raw)):
+    param = recollection_param(DATASET, RAW_FILES) if DATASET.exists() else ""
+    if param and not workflow.remote_exec and (why := out_of_date(DATASET, RAW_FILES)):
         print(f"{DATASET} is out of date: {why}; it is collected again", file=sys.stderr)
     return param
 

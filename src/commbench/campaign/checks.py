@@ -12,6 +12,7 @@ from pathlib import Path
 
 from commbench.campaign.bounds import MAX_LAUNCHES, check_size, problem_lines
 from commbench.campaign.errors import CampaignError
+from commbench.campaign.rounds import rounds_outside
 from commbench.campaign.kernels import schedule_range
 from commbench.campaign.model import Campaign
 from commbench.campaign.schema import SCHEMA_PATH, describe_error, fill_defaults, load_schema, validator
@@ -125,9 +126,8 @@ def _until_decided_problems(config: dict) -> list[str]:
     problems = []
     if until["min"] > until["max"]:
         problems.append(f"launches.min ({until['min']}) is larger than launches.max ({until['max']})")
-    elif not until["min"] <= config.get("rounds", until["min"]) <= until["max"]:
-        problems.append(f"rounds: {config['rounds']} is outside launches.min..launches.max "
-                        f"({until['min']}..{until['max']})")
+    elif "rounds" in config and (outside := rounds_outside(until, config["rounds"])):
+        problems.append(f"rounds: {outside}")
     if not config.get("compare"):
         problems.append("launches: until decided needs `compare:` pairs (what is to be decided); allowed "
                         "values: a number of launches, or add compare: [{baseline: <row>, candidate: <row>}]")

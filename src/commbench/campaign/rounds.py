@@ -74,6 +74,13 @@ def seed_record(seed: int) -> str:
 DECISIONS_FILE = "decisions.json"
 
 
+def rounds_outside(until: dict, rounds: int) -> str | None:
+    """Launches until decided: why `rounds` cannot be run under `until` ({min, max, until}), or None."""
+    if until["min"] <= rounds <= until["max"]:
+        return None
+    return f"{rounds} is outside launches.min..launches.max ({until['min']}..{until['max']})"
+
+
 def recorded_decisions(results: Path) -> dict | None:
     """results/<campaign>/decisions.json, or None where there is none. A damaged file is named."""
     path = Path(results) / DECISIONS_FILE

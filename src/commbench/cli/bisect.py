@@ -41,11 +41,16 @@ _PIN = re.compile(r"^\s*([A-Za-z0-9_.-]+)\s*==\s*(\d+(?:\.\d+)*)\s*$")
 _MODULE = re.compile(r"^([A-Za-z0-9_.-]+)/(\d+(?:\.\d+)*)$")
 
 
+def bisection_folder(directory: Path, baseline: str, candidate: str) -> Path:
+    """Where a bisection keeps its steps and its record (bisect.json), under the working directory."""
+    return Path(directory) / "bisect" / f"{baseline}-to-{candidate}"
+
+
 def bisect(args) -> int:
     directory = Path(args.directory).resolve()
     cells = watched_cells(args)
     releases, left_out = family_releases(args.baseline, args.candidate, directory)
-    folder = directory / "bisect" / f"{args.baseline}-to-{args.candidate}"
+    folder = bisection_folder(directory, args.baseline, args.candidate)
     folder.mkdir(parents=True, exist_ok=True)
     # With --json the standard output is the JSON alone: the steps' progress goes to the error stream.
     progress = sys.stderr if args.json else sys.stdout

@@ -23,7 +23,7 @@ BISECTIONS_FILE = "bisections.json"
 
 def run_bisections(campaign: Campaign, workdir: Path, snakemake_args: list[str]) -> list[dict]:
     """Runs every `bisect:` entry of the campaign; their records, also written to BISECTIONS_FILE."""
-    from commbench.cli.bisect import bisect
+    from commbench.cli.bisect import bisect, bisection_folder
 
     records = []
     for entry in campaign.config["bisect"]:
@@ -31,7 +31,7 @@ def run_bisections(campaign: Campaign, workdir: Path, snakemake_args: list[str])
                          placement=[entry["placement"]], sizes=",".join(str(s) for s in entry["sizes"]),
                          cells=None, launches=entry["launches"], min_effect=0.05, confidence=0.95,
                          directory=str(workdir), json=False, snakemake=shlex.join(_step_arguments(snakemake_args)))
-        folder = workdir / "bisect" / f"{entry['baseline']}-to-{entry['candidate']}"
+        folder = bisection_folder(workdir.resolve(), entry["baseline"], entry["candidate"])
         print(f"[bisect] {entry['baseline']} -> {entry['candidate']}, watching {entry['kernel']} "
               f"{entry['placement']} {', '.join(map(str, entry['sizes']))}", flush=True)
         try:
