@@ -11,20 +11,32 @@
  *     messages (the barrier's time is included: an upper bound).
  * --method root (reduce, gather, gatherv): the time the root spends in the call
  *     when every other rank has already entered it.
+ * --method window (every collective): the ranks' clocks are synchronised to rank 0's (harness/clocks.c)
+ *     and every rank starts each call at the same global time, one window apart (SKaMPI's and
+ *     ReproMPI's window-based timing); a call's latency is its last rank's finish less the common start,
+ *     and a sample is the median of its windows' (one the scheduler stopped is not the call's time).
+ *     A window some rank entered late is not counted (and the windows grow until most are entered in
+ *     time); rank 0 prints how many were left out when the kernel ends.
  * Sizes are bytes per rank and destination: Alltoall's size is what each rank
  * sends to every other rank, as the reports define it.
  * The persistent twins (MPI-4: coll.bcast_init, coll.allreduce_init) are measured by the same methods, each
  * call an MPI_Start and MPI_Wait of a request made once per size. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/clocks.h"
 #include "patterns.h"
 
 struct coll {
     MPI_Datatype type;   /* the data's type; reductions need an arithmetic one */
     int *counts, *displs;
     double *half_ack;    /* per rank: half the median round trip of a zero-byte message with rank 0 */
+    struct cb_clock_model clock;   /* --method window: this rank's clock against rank 0's */
+    double window_s;     /* --method window: the current window length, for window_size */
+    size_t window_size;
+    long windows, late_windows;    /* rank 0: windows timed, windows some rank entered late */
 #if CB_MPI4_CALLS
     MPI_Request persistent;   /* the persistent twins' request, for persistent_count elements */
     int persistent_count;
@@ -45,6 +57,9 @@ static const char *coll_setup(struct cb_context *ctx, size_t max_size)
     coll.displs = malloc((size_t)ctx->nprocs * sizeof(int));
     coll.half_ack = calloc((size_t)ctx->nprocs, sizeof(double));
     if (!coll.counts || !coll.displs || !coll.half_ack) return "cannot allocate the count arrays";
+    coll.window_s = 0;
+    coll.window_size = 0;
+    coll.windows = coll.late_windows = 0;
 #if CB_MPI4_CALLS
     coll.persistent = MPI_REQUEST_NULL;
 #endif
@@ -54,6 +69,9 @@ static const char *coll_setup(struct cb_context *ctx, size_t max_size)
 
 void coll_teardown(struct cb_context *ctx)
 {
+    if (ctx->rank == 0 && coll.windows > 0)
+        fprintf(stderr, "%s: %ld of %ld windows entered late by some rank, left out\n", "--method window",
+                coll.late_windows, coll.windows);
     free(coll.counts);
     free(coll.displs);
     free(coll.half_ack);
@@ -202,6 +220,66 @@ static double root_time(struct cb_context *ctx, enum coll_op op, size_t size, lo
     return in_call / (double)iterations;
 }
 
+/* The slowest of a few calls, each followed by the point-to-point barrier, over every rank: the first
+ * window length for a size. */
+static double first_window(struct cb_context *ctx, enum coll_op op, size_t size)
+{
+    double t0 = cb_clock_local(ctx);
+    for (int i = 0; i < 3; i++) {
+        call(ctx, op, size);
+        point_to_point_barrier(ctx);
+    }
+    double mine = (cb_clock_local(ctx) - t0) / 3, slowest;
+    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    return 2 * slowest + 20e-6;
+}
+
+/* `iterations` calls, each started by every rank at the same global time: the median over the windows
+ * every rank entered in time of the last finish less the common start (rank 0). */
+static double window_latency(struct cb_context *ctx, enum coll_op op, size_t size, long iterations)
+{
+    if (coll.window_size != size || coll.window_s <= 0) {
+        coll.window_s = first_window(ctx, op, size);
+        coll.window_size = size;
+    }
+    double *finish = malloc((size_t)iterations * sizeof(double));
+    double *last = malloc((size_t)iterations * sizeof(double));
+    double latency = 0;
+    for (int attempt = 0;; attempt++) {
+        double start = 0;
+        long valid = 0;
+        if (ctx->rank == 0) start = cb_clock_to_global(&coll.clock, cb_clock_local(ctx)) + 2 * coll.window_s + 100e-6;
+        MPI_Bcast(&start, 1, MPI_DOUBLE, 0, ctx->comm);
+        for (long i = 0; i < iterations; i++) {
+            double at = cb_clock_to_local(&coll.clock, start + (double)i * coll.window_s);
+            int late = cb_clock_local(ctx) > at;
+            while (cb_clock_local(ctx) < at) {}
+            call(ctx, op, size);
+            finish[i] = late ? INFINITY : cb_clock_to_global(&coll.clock, cb_clock_local(ctx));
+        }
+        MPI_Reduce(finish, last, (int)iterations, MPI_DOUBLE, MPI_MAX, 0, ctx->comm);
+        if (ctx->rank == 0) {
+            for (long i = 0; i < iterations; i++)
+                if (isfinite(last[i])) last[valid++] = last[i] - (start + (double)i * coll.window_s);
+            coll.windows += iterations;
+            coll.late_windows += iterations - valid;
+        }
+        /* Again with windows twice as long while fewer than half were entered in time (after 8
+         * doublings, while none was). Every rank holds the same window length (first_window). */
+        int again = ctx->rank == 0 && ((2 * valid < iterations && attempt < 8) || valid == 0);
+        MPI_Bcast(&again, 1, MPI_INT, 0, ctx->comm);
+        if (ctx->rank == 0 && valid > 0) {   /* the median: a window the scheduler hit is not the call's */
+            qsort(last, (size_t)valid, sizeof last[0], compare);
+            latency = valid % 2 ? last[valid / 2] : (last[valid / 2 - 1] + last[valid / 2]) / 2;
+        }
+        if (!again) break;
+        coll.window_s *= 2;
+    }
+    free(finish);
+    free(last);
+    return latency;
+}
+
 static int is_fan_out(enum coll_op op)
 {
 #if CB_MPI4_CALLS
@@ -227,7 +305,9 @@ static double measure(struct cb_context *ctx, size_t size, long iterations, enum
         return 1;
     }
     ctx->subtracted = 0;
-    if (strcmp(method, "root") == 0) {
+    if (strcmp(method, "window") == 0) {
+        ctx->measured = window_latency(ctx, op, size, iterations);
+    } else if (strcmp(method, "root") == 0) {
         ctx->measured = root_time(ctx, op, size, iterations);
     } else if (op == SCAN) {
         ctx->measured = acknowledged_latency(ctx, op, size, iterations, ctx->nprocs - 1);
@@ -251,10 +331,18 @@ static const char *check_method(struct cb_context *ctx, size_t max_size, int acc
     return coll_setup(ctx, max_size);
 }
 
+/* --method window: the clocks synchronised once, their fits recorded as the kernel's info. */
+static int windows_asked(struct cb_context *ctx)
+{
+    if (!ctx->params.method || strcmp(ctx->params.method, "window") != 0) return 0;
+    coll.clock = cb_clock_sync(ctx, ctx->info, sizeof ctx->info);
+    return 1;
+}
+
 const char *setup_fan_out(struct cb_context *ctx, size_t max_size)
 {
     const char *problem = check_method(ctx, max_size, 1, 0);
-    if (problem) return problem;
+    if (problem || windows_asked(ctx)) return problem;
     measure_acknowledgements(ctx);
     int used = snprintf(ctx->info, sizeof ctx->info, "{\"half_ack_round_trip_s\":[");
     for (int r = 1; r < ctx->nprocs && used < (int)sizeof ctx->info - 32; r++)
@@ -263,8 +351,19 @@ const char *setup_fan_out(struct cb_context *ctx, size_t max_size)
     snprintf(ctx->info + used, sizeof ctx->info - (size_t)used, "]}");
     return NULL;
 }
-const char *setup_fan_in(struct cb_context *c, size_t s) { return check_method(c, s, 0, 1); }
-const char *setup_bounds(struct cb_context *c, size_t s) { return check_method(c, s, 0, 0); }
+const char *setup_fan_in(struct cb_context *c, size_t s)
+{
+    const char *problem = check_method(c, s, 0, 1);
+    if (!problem) windows_asked(c);
+    return problem;
+}
+
+const char *setup_bounds(struct cb_context *c, size_t s)
+{
+    const char *problem = check_method(c, s, 0, 0);
+    if (!problem) windows_asked(c);
+    return problem;
+}
 
 #define COLL(fn, op) double fn(struct cb_context *c, size_t s, long n) { return measure(c, s, n, op); }
 COLL(coll_bcast, BCAST)

@@ -21,10 +21,11 @@ struct cb_params {
     const char *halo;    /* halo: blocking | nonblocking */
     int nodes;           /* placement: ranks are block-mapped, nprocs / nodes per node */
     int proc_grid[2];    /* halo: process grid (0: MPI_Dims_create) */
-    const char *method;  /* collectives: accurate | lower | upper | root (NULL: the kernel's default) */
+    const char *method;  /* collectives: accurate | lower | upper | root | window (NULL: the kernel's default) */
     const char *scratch; /* io: directory for the files (removed afterwards) */
     int io_sync;         /* io: fdatasync after every write */
     int drop_cache;      /* io: ask the kernel to drop the file's pages before every read */
+    double test_clock_offset, test_clock_drift; /* test only: the last rank's clock runs ahead by these */
 };
 
 /* Timers selectable with --timer. */

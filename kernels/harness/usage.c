@@ -73,11 +73,14 @@ void cb_usage(FILE *out)
           "  --halo NAME           halo.jacobi2d: blocking | nonblocking (blocking)\n"
           "  --proc-grid PXxPY     halo.jacobi2d: process grid (default MPI_Dims_create)\n"
           "  --nodes N             nodes the ranks span, in blocks (multipair pairs across them) (1)\n"
-          "  --method NAME         collectives: accurate | lower | upper | root (see the metric lines)\n"
+          "  --method NAME         collectives: accurate | lower | upper | root | window (see the metric lines)\n"
           "  --scratch DIR         io: where the files go ($TMPDIR or /tmp); they are removed afterwards\n"
           "  --io-sync             io: fdatasync after every write (inside the timing)\n"
           "  --drop-cache          io: drop the file's cached pages before every read\n"
           "  --inject-fault        with --integrity: corrupt one byte per batch\n"
-          "  --test-hang-after N   test only: hang after N points (proves timeouts and kills work)\n",
+          "  --test-hang-after N   test only: hang after N points (proves timeouts and kills work)\n"
+          "  --test-clock-offset S, --test-clock-drift R\n"
+          "                        test only: the last rank's clock runs S s plus R s a second ahead\n"
+          "                        (--method window must find them)\n",
           out);
 }

@@ -238,7 +238,7 @@ def io_strategies(data: ReportData) -> list:
 
 
 def collective_method(data: ReportData, kernel: str) -> str:
-    """accurate, lower, upper or root: how the entry's time relates to the operation's latency."""
+    """accurate, lower, upper, root or window: how the entry's time relates to the operation's latency."""
     default = "accurate" if "fan-out" in kernel_tags(data.ds).get(kernel, ()) else "lower"
     return data.option(kernel, "method", default)
 
@@ -267,7 +267,7 @@ def collective_bounds(data: ReportData) -> list:
                 band = pd.DataFrame({"lower": lower, "upper": upper}).dropna().reset_index()
                 label = f"{op} {library}"
                 layers.append(hv.Area(band, "size", ["lower", "upper"], label=f"{label} bounds").opts(alpha=0.25))
-                for method in ("accurate", "root"):
+                for method in ("accurate", "root", "window"):
                     exact = mine[mine["method"] == method]
                     if len(exact):
                         layers += _line_and_points(exact, "size", "time_us", f"{label} {method}", points=False)
@@ -276,7 +276,8 @@ def collective_bounds(data: ReportData) -> list:
 
         figures.append(Figure(f"collective-bounds-{placement}", f"{title}, {placement}",
                               "Shaded: between the lower bound (back-to-back calls) and the upper bound (each call "
-                              "followed by a barrier); lines: the accurate (acknowledged) or root measurement.",
+                              "followed by a barrier); lines: the accurate (acknowledged), root or window (calls "
+                              "started together on synchronised clocks) measurement.",
                               build, curves=_drawn(rows)))
     return figures or [Skipped("collective-bounds", title, why)]
 

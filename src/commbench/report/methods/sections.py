@@ -16,6 +16,7 @@ import xarray as xr
 from commbench.data.kernels import kernel_options, recorded_bytes_factor, windowed_kernels
 from commbench.data.origins import imported_libraries
 from commbench.io.conventions import timestamps
+from commbench.report.methods.clocks import clock_sync_words
 from commbench.report.methods.facts import (NOT_RECORDED, _count, _duration, _Facts, _grouped, _over_launches,
                                             _span)
 from commbench.report.methods.imported import imported_paragraphs
@@ -100,8 +101,9 @@ def _kernel_options(facts: _Facts, kernel: str) -> list[str]:
         from commbench.report.analysis_table import ReportData
         from commbench.report.figures import collective_method
 
-        found.append(f"method {collective_method(ReportData(facts.ds), kernel)}"
-                     if facts.config.get("kernels", {}).get(kernel) else f"method {NOT_RECORDED}")
+        method = collective_method(ReportData(facts.ds), kernel) if facts.config.get("kernels", {}).get(kernel) \
+            else NOT_RECORDED
+        found.append(f"method {method}" + (f" ({clock_sync_words(facts, kernel)})" if method == "window" else ""))
     reads = kernel_options(facts.ds).get(kernel, set())
     for option, kernel_option, words in KERNEL_OPTIONS:
         if kernel_option in reads:
