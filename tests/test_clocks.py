@@ -73,3 +73,18 @@ def test_methods_states_the_recorded_synchronisation(workspace, built, tmp_path)
     item = next(item for item in kernels.items if item.startswith("coll.allreduce"))
     assert (f"method window (each rank's clock fitted against rank 0's (offset and drift) from 12 bursts of 20 "
             f"ping-pongs in 1 launch(es): offsets up to {abs(fit['offset_s']) * 1e6:.3g} us") in item, item
+
+
+def test_a_bcast_whose_last_rank_enters_late_reads_at_least_the_delay_in_windows(workspace, built, tmp_path):
+    """The last rank enters every call 50 us late (--test-late-entry), so no call can end sooner: windows
+    read at least that, and so does the upper bound; the other methods are printed beside them."""
+    late = 50e-6
+    found = {}
+    for method in ("window", "accurate", "lower", "upper"):
+        result = launch(workspace, LIBRARIES[0], ON_NODE, ["coll.bcast", "--method", method, *COMMON,
+                                                            "--test-late-entry", str(late)], tmp_path)
+        assert result.status == "ok", result.launch.get("console_tail")
+        found[method] = float(np.median(result.points[0].samples))
+    print("bcast 8 B, last rank 50 us late:", {method: f"{t * 1e6:.2f} us" for method, t in found.items()})
+    assert late <= found["window"] < late + 20e-6, found
+    assert found["upper"] >= late, found

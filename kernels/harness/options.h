@@ -26,6 +26,7 @@ struct cb_params {
     int io_sync;         /* io: fdatasync after every write */
     int drop_cache;      /* io: ask the kernel to drop the file's pages before every read */
     double test_clock_offset, test_clock_drift; /* test only: the last rank's clock runs ahead by these */
+    double test_late_entry;  /* test only: collectives' last rank enters every call this many seconds late */
 };
 
 /* Timers selectable with --timer. */

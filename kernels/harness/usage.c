@@ -81,6 +81,8 @@ void cb_usage(FILE *out)
           "  --test-hang-after N   test only: hang after N points (proves timeouts and kills work)\n"
           "  --test-clock-offset S, --test-clock-drift R\n"
           "                        test only: the last rank's clock runs S s plus R s a second ahead\n"
-          "                        (--method window must find them)\n",
+          "                        (--method window must find them)\n"
+          "  --test-late-entry S   test only: collectives' last rank enters every call S s late\n"
+          "                        (a known least latency, to hold the methods against)\n",
           out);
 }
