@@ -327,8 +327,9 @@ def _data_variables(sink, points: _PointRecords, runs: _RunRecords) -> dict:
         "iters_per_sample": (POINT_DIMS, points.iters, {"long_name": "iterations timed together in one sample"}),
         "errors": (POINT_DIMS, points.errors, {"long_name": "integrity errors (NaN: not checked)"}),
         "subtracted_s": (POINT_DIMS, points.subtracted,
-                         {"units": "s", "long_name": "overhead subtracted from every sample "
-                                                     "(raw = time + subtracted_s); NaN: none"}),
+                         {"units": "s", "long_name": "what the kernel timed beside every sample, to be "
+                                                     "subtracted (samples are raw: corrected = time - "
+                                                     "subtracted_s); NaN: none"}),
         "position": (POINT_DIMS, points.position,
                      {"long_name": "when the size was measured in its launch "
                                    "(0: first; -1: not measured); sizes are shuffled per launch"}),

@@ -48,7 +48,7 @@ class Point:
     settled: bool
     rse: float
     errors: int | None
-    subtracted_s: float = math.nan   # an overhead the kernel subtracted from every sample
+    subtracted_s: float = math.nan   # what the kernel timed beside its (raw) samples, to be subtracted
 
 
 @dataclass

@@ -132,8 +132,9 @@ def _timer(facts: _Facts) -> Section:
     if "subtracted_s" in facts.ds:
         corrected = int(np.isfinite(facts.ds["subtracted_s"].where(facts.measured)).sum())
         if corrected:
-            paragraphs.append(f"{corrected} points come from kernels that subtract their own set-up cost from "
-                              "every sample (the amount is kept in `subtracted_s`).")
+            paragraphs.append(f"{corrected} points come from kernels that also time, beside every sample, what "
+                              "is to be subtracted from it (an empty call; for overlap, the computation alone): "
+                              "the samples are raw, the amount is kept in `subtracted_s`.")
     return Section("Timer", paragraphs)
 
 
