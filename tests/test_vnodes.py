@@ -1,6 +1,7 @@
 """Virtual nodes (commbench.launch.vnodes): hosts of their own on one machine, launches on them through
 each library's own remote start, and nothing left behind however a launch ends."""
 
+import glob
 import json
 import os
 import re
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from commbench.launch import netem, vnodes
+from commbench.launch.families.mpich import Hydra
 from commbench.launch.placement import Placement
 
 from conftest import LIBRARIES, campaign_error, launch
@@ -222,6 +224,7 @@ def test_a_launch_killed_mid_run_leaves_no_node_behind(workspace, built, tmp_pat
     arguments = {"installation": json.loads((workspace / "build" / "envs" / library / "library.json").read_text()),
                  "build": json.loads((workspace / "build" / "kernels" / library / "build.json").read_text()),
                  "library": library, "output": str(tmp_path / "launch.jsonl"), "scratch": str(tmp_path / "scratch")}
+    topology_files = set(glob.glob(Hydra.leftovers))    # what Hydra's proxies leave in /tmp when killed
     child = subprocess.Popen([sys.executable, "-c", KILLED_LAUNCH, json.dumps(arguments)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline, name = time.monotonic() + 120, None
@@ -238,6 +241,8 @@ def test_a_launch_killed_mid_run_leaves_no_node_behind(workspace, built, tmp_pat
     assert not kernel_processes(name)
     # SIGKILL runs no clean-up: the launch's scratch directory stays, for its next run to remove.
     assert len(list((tmp_path / "scratch").iterdir())) == (1 if signum == signal.SIGKILL else 0)
+    if signum == signal.SIGTERM:   # nor, killed mid-run, the topology files of its proxies
+        assert set(glob.glob(Hydra.leftovers)) <= topology_files
     if signum == signal.SIGKILL:
         assert name in vnodes.existing_clusters()
         vnodes.sweep()

@@ -74,6 +74,7 @@ class LaunchPlan:
     command: list[str]
     env: dict[str, str] = field(default_factory=dict)
     binding: str = "core"
+    leftovers: str = ""    # what the launcher leaves when killed (Launcher.leftovers)
 
 
 def plan_launch(library: dict, placement: Placement, binary: str, kernel_args: list[str],
@@ -108,4 +109,4 @@ def plan_launch(library: dict, placement: Placement, binary: str, kernel_args: l
     env.update(library_env or {})
     # Kernels that pair ranks across nodes need to know where the node boundaries are.
     command += [binary, *kernel_args, "--nodes", str(placement.nodes), "-o", output]
-    return LaunchPlan(command=command, env=env, binding=binding)
+    return LaunchPlan(command=command, env=env, binding=binding, leftovers=launcher.leftovers)

@@ -25,6 +25,9 @@ class Launcher:
     """How one kind of mpiexec takes options."""
 
     name = ""
+    # Files the launcher's processes make in a fixed place and remove only when they exit (a glob): a launch
+    # that had to kill them removes those that appeared while it ran (launches never overlap on a machine).
+    leftovers = ""
 
     def oversubscribe_options(self) -> list[str]:
         """Options that let ranks outnumber cores (none: the launcher allows it unasked)."""
