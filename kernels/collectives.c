@@ -238,10 +238,15 @@ static double first_window(struct cb_context *ctx, enum coll_op op, size_t size)
     return 2 * slowest + 20e-6;
 }
 
-/* `iterations` calls, each started by every rank at the same global time: the median over the windows
- * every rank entered in time of the last finish less the common start (rank 0). */
+/* A sample's windows at most: the harness sizes a sample by the latency this returns, and a window lasts
+ * many latencies, so a long --min-sample-time would otherwise ask for minutes and gigabytes. */
+#define MAX_WINDOWS 4096L
+
+/* `iterations` calls (MAX_WINDOWS at most), each started by every rank at the same global time: the median
+ * over the windows every rank entered in time of the last finish less the common start (rank 0). */
 static double window_latency(struct cb_context *ctx, enum coll_op op, size_t size, long iterations)
 {
+    if (iterations > MAX_WINDOWS) iterations = MAX_WINDOWS;
     if (coll.window_size != size || coll.window_s <= 0) {
         coll.window_s = first_window(ctx, op, size);
         coll.window_size = size;
@@ -268,9 +273,15 @@ static double window_latency(struct cb_context *ctx, enum coll_op op, size_t siz
             coll.windows += iterations;
             coll.late_windows += iterations - valid;
         }
-        /* Again with windows twice as long while fewer than half were entered in time (after 8
-         * doublings, while none was). Every rank holds the same window length (first_window). */
-        int again = ctx->rank == 0 && ((2 * valid < iterations && attempt < 8) || valid == 0);
+        /* Again with windows twice as long while fewer than half were entered in time, 8 times at most;
+         * every rank holds the same window length (first_window). None in time after that: the clocks'
+         * model is off by more than the windows, and no latency can be given. */
+        if (ctx->rank == 0 && valid == 0 && attempt >= 8) {
+            fprintf(stderr, "--method window: no window of %ld entered in time by every rank, windows up to %g s: "
+                            "the ranks' clocks disagree with their fitted model\n", iterations, coll.window_s);
+            MPI_Abort(ctx->comm, 3);
+        }
+        int again = ctx->rank == 0 && 2 * valid < iterations && attempt < 8;
         MPI_Bcast(&again, 1, MPI_INT, 0, ctx->comm);
         if (ctx->rank == 0 && valid > 0) {   /* the median: a window the scheduler hit is not the call's */
             qsort(last, (size_t)valid, sizeof last[0], compare);
