@@ -69,10 +69,14 @@ def test_methods_states_the_recorded_synchronisation(workspace, built, tmp_path)
                                 "launches": 1})
     ds = build_dataset(Campaign("c", "<test>", config), [result], {}, {})
     [kernels] = [section for section in methods(ds) if section.heading == "Kernels and what one sample is"]
-    [fit] = result.run["kernel_info"]["clock_sync"]["ranks"]
+    synchronisation = result.run["kernel_info"]["clock_sync"]
+    [fit] = synchronisation["ranks"]
+    assert synchronisation["ranks_fitted"] == 1 and synchronisation["largest"]["offset_s"] == pytest.approx(
+        abs(fit["offset_s"]), rel=1e-2, abs=1e-12)
     item = next(item for item in kernels.items if item.startswith("coll.allreduce"))
     assert (f"method window (each rank's clock fitted against rank 0's (offset and drift) from 12 bursts of 20 "
-            f"ping-pongs in 1 launch(es): offsets up to {abs(fit['offset_s']) * 1e6:.3g} us") in item, item
+            f"ping-pongs in 1 launch(es): offsets up to {synchronisation['largest']['offset_s'] * 1e6:.3g} us") \
+        in item, item
 
 
 def test_a_bcast_whose_last_rank_enters_late_reads_at_least_the_delay_in_windows(workspace, built, tmp_path):

@@ -22,7 +22,8 @@ struct cb_clock_model {
 double cb_clock_local(const struct cb_context *ctx);
 
 /* Fits every rank's model (collective over ctx->comm) and returns this rank's; rank 0 writes the fits
- * as JSON into `info` (offset_s, drift, their stated errors, the fit's residual, per rank). */
+ * as JSON into `info`: the largest offset, drift, their stated errors and the fit's residual over every
+ * rank, and each rank's (offset_s, drift, their errors, residual_s) for as many ranks as there is room. */
 struct cb_clock_model cb_clock_sync(struct cb_context *ctx, char *info, size_t info_size);
 
 static inline double cb_clock_to_global(const struct cb_clock_model *m, double local)

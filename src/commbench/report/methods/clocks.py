@@ -17,15 +17,12 @@ def clock_sync_words(facts: _Facts, kernel: str) -> str:
     gave_data = (gave_data.any("size") if "size" in gave_data.dims else gave_data).transpose(*infos.dims)
     fits = [json.loads(info).get("clock_sync") for info, ok in zip(infos.values.ravel(), gave_data.values.ravel())
             if ok and info]
-    ranks = [rank for fit in fits if fit for rank in fit.get("ranks", [])]
-    if not ranks:
+    fits = [fit for fit in fits if fit and "largest" in fit]
+    if not fits:
         return f"clock synchronisation {NOT_RECORDED}"
-    first = next(fit for fit in fits if fit)
-    offset = max(abs(rank["offset_s"]) for rank in ranks)
-    offset_error = max(rank["offset_error_s"] for rank in ranks)
-    drift = max(abs(rank["drift"]) for rank in ranks)
-    drift_error = max(rank["drift_error"] for rank in ranks)
-    return (f"each rank's clock fitted against rank 0's (offset and drift) from {first['rounds']} bursts of "
-            f"{first['pings']} ping-pongs in {len(fits)} launch(es): offsets up to {offset * 1e6:.3g} us "
-            f"(stated error at most {offset_error * 1e6:.2g} us), drifts up to {drift:.2g} (error at most "
-            f"{drift_error:.2g}); windows some rank entered late are left out")
+    largest = {key: max(fit["largest"][key] for fit in fits) for key in fits[0]["largest"]}
+    return (f"each rank's clock fitted against rank 0's (offset and drift) from {fits[0]['rounds']} bursts of "
+            f"{fits[0]['pings']} ping-pongs in {len(fits)} launch(es): offsets up to "
+            f"{largest['offset_s'] * 1e6:.3g} us (stated error at most {largest['offset_error_s'] * 1e6:.2g} us), "
+            f"drifts up to {largest['drift']:.2g} (error at most {largest['drift_error']:.2g}); windows some rank "
+            f"entered late are left out")
