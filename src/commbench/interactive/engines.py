@@ -18,7 +18,7 @@ from pathlib import Path
 from commbench.campaign import shape_from_placement_name
 from commbench.launch.libraries import engine_python
 from commbench.launch.placement import Placement
-from commbench.launch.supervision import end_processes
+from commbench.launch.supervision import end_processes, leftover_files, remove_leftovers
 from commbench.launch.plan import emulated_network_env, plan_launch
 from commbench.locations import candidates
 
@@ -99,6 +99,9 @@ class Engines:
     processes: list[tuple[str, int]] = field(default_factory=list)   # (host, pid) of every engine
     log_file: Path | None = None       # the engines' and controller's output
     stopped: bool = False
+    # What the launcher leaves when its processes are killed, and what of it was there before the engines.
+    leftovers: str = ""
+    leftovers_before: set[str] = field(default_factory=set)
 
     def __enter__(self) -> "Engines":
         return self
@@ -126,6 +129,7 @@ class Engines:
             logging.getLogger(__name__).warning("stopping the cluster: %s", error)
         # Engines that outlived their launcher (mpiexec gone, ranks not) are killed after a grace period.
         end_processes(self.pids, first=None)
+        remove_leftovers(self.leftovers, self.leftovers_before)
         log = getattr(self.cluster, "log", None)
         if isinstance(log, logging.Logger) and log.name.startswith(f"{__name__}."):
             for handler in log.handlers:
@@ -276,6 +280,7 @@ def start_engines(library: str, placement="1N2P", workspace=".", engines: str = 
         # Engines may start on other hosts: listen everywhere, and tell them this host's name.
         cluster_kwargs.update(controller_ip="*", controller_location=socket.gethostname())
     cluster = ipp.Cluster(**cluster_kwargs)
+    leftovers_before = leftover_files(plan.leftovers)
     client = None
     try:
         cluster.start_cluster_sync()
@@ -311,7 +316,8 @@ def start_engines(library: str, placement="1N2P", workspace=".", engines: str = 
                      placement=placement, engines=engines, library_record=record, build_record=build_record,
                      library_env=library_env, workspace=workspace, results_dir=results_dir,
                      launch_env=launch_env, mpi_command=launcher, info=by_rank,
-                     processes=[tuple(p) for p in processes], log_file=log_file)
+                     processes=[tuple(p) for p in processes], log_file=log_file,
+                     leftovers=plan.leftovers, leftovers_before=leftovers_before)
     _running.add(result)
     if activate:
         try:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import glob
 import hashlib
 import os
 import shlex
@@ -46,7 +45,7 @@ from commbench.launch.libraries import in_environment
 from commbench.launch.placement import Placement, allocated_hosts, slurm_allocation
 from commbench.launch.plan import Unsupported, emulation_of, plan_launch
 from commbench.launch.supervision import (KILL_GRACE_S, STDERR_TAIL_CHARS, ConsoleStream, end_launch, interruption,
-                                          supervised_command)
+                                          leftover_files, remove_leftovers, supervised_command)
 
 # How much longer than its own timeout a launch waits for a previous run of it to end: that run is
 # being stopped (its workflow killed), or, under Slurm, runs out its own time limit.
@@ -147,14 +146,6 @@ def record_not_run(output: Path, meta: dict, status: str, reason: str) -> dict:
     return record
 
 
-def _remove_leftovers(pattern: str, before: set[str]) -> None:
-    """What the launcher's killed processes left in a fixed place (Launcher.leftovers) since the launch began.
-    Launches never overlap on a machine (launch.locks), so what appeared in the meantime is this launch's."""
-    for path in set(glob.glob(pattern)) - before if pattern else ():
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-
-
 def _run_launch(installation, binary, kernel_args, placement, meta, output, timeout_s, library_env, log,
                 cleanup: contextlib.ExitStack) -> dict:
     partial = output.with_name(output.name + ".partial")
@@ -192,7 +183,7 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
     elif placement.network:
         argv = netem.wrap(shlex.join(argv), placement.network)
     reserve = reserve_record_space(output)   # so that a kernel filling the disk still leaves room for its record
-    cleanup.callback(_remove_leftovers, plan.leftovers, set(glob.glob(plan.leftovers)) if plan.leftovers else set())
+    cleanup.callback(remove_leftovers, plan.leftovers, leftover_files(plan.leftovers))
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()
     try:

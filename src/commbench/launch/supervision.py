@@ -5,6 +5,7 @@ process tree that every part of commbench shares (launches, virtual nodes, inter
 from __future__ import annotations
 
 import collections
+import glob
 import os
 import signal
 import subprocess
@@ -305,3 +306,18 @@ class ConsoleStream:
         self._copier.join(wait_s)
         with self._lock:
             return "".join(self._kept)[-STDERR_TAIL_CHARS:]
+
+
+def leftover_files(pattern: str) -> set[str]:
+    """The files matching a launcher's leftovers (Launcher.leftovers) now; none without a pattern."""
+    return set(glob.glob(pattern)) if pattern else set()
+
+
+def remove_leftovers(pattern: str, before: set[str]) -> None:
+    """What a launcher's killed processes left in a fixed place since `before` was taken. Launches never
+    overlap on a machine (launch.locks), so what appeared in the meantime is this launch's."""
+    for path in leftover_files(pattern) - before:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
