@@ -4,6 +4,8 @@ VENV ?= .venv
 CAMPAIGN ?= config/campaigns/quick.yaml
 DATASET ?= $(CAMPAIGN)
 PYTEST_ARGS ?=
+# Two tests at once; those marked `alone` run with none beside them (tests/machine_share.py).
+TEST_WORKERS ?= 2
 
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
@@ -42,7 +44,7 @@ dry-run: $(READY)
 	$(BIN)/commbench run $(CAMPAIGN) --dry-run
 
 test: $(READY) system
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Debian packages the browser and Slurm tests need (envs/system.txt); a no-op once installed.
 system:

@@ -9,7 +9,7 @@ from commbench.launch.placement import Placement
 
 from conftest import LIBRARIES, QUICK_START, launch
 
-pytestmark = pytest.mark.mpi
+pytestmark = [pytest.mark.mpi, pytest.mark.alone]   # offsets, drifts and delays: timed without a neighbour
 
 ON_NODE = Placement("1N2P", 1, 2)
 COMMON = ["--sizes", "8", "--min-samples", "5", "--max-samples", "50", "--max-point-time", "0.3"]

@@ -25,7 +25,7 @@ from commbench.data.synthetic import dataset_from_cubes
 
 from conftest import launch
 
-pytestmark = pytest.mark.mpi
+pytestmark = [pytest.mark.mpi, pytest.mark.alone]   # real knobs found in real timings: without a neighbour
 
 OPEN_MPI = "openmpi-5.0.11"
 RATE = "100mbit"

@@ -40,6 +40,7 @@ def _gone(pids, within_s=10.0) -> bool:
     return False
 
 
+@pytest.mark.alone   # what Hydra leaves in /tmp is looked for host-wide: a neighbour's launch would be in it
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_path, library):
     from commbench.campaign import Campaign, validate_campaign
@@ -86,6 +87,7 @@ def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_pat
                                       reference.commbench.samples(library=library, **where).values)
 
 
+@pytest.mark.alone
 def test_shared_library_gives_the_binary_latency(workspace, built, tmp_path):
     """Small-message ping-pong through the engines and through mpiexec of the binary: alternated
     rounds, judged by the median ratio (the engines' Python idles while the kernel runs)."""

@@ -32,6 +32,7 @@ def ratios(times: dict[int, float], twin: dict[int, float]) -> dict[int, float]:
     return {size: times[size] / twin[size] for size in twin}
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_persistent_and_partitioned_pingpongs_take_the_time_of_pingpong_send(workspace, built, tmp_path,
                                                                              library):
@@ -51,6 +52,7 @@ def test_persistent_and_partitioned_pingpongs_take_the_time_of_pingpong_send(wor
     assert all(0.5 < r < 1000 for r in threaded.values()), threaded
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_persistent_collectives_take_the_time_of_their_twins(workspace, built, tmp_path, library):
     for kernel, twin in (("coll.bcast_init", "coll.bcast"), ("coll.allreduce_init", "coll.allreduce")):

@@ -12,6 +12,8 @@ from commbench.launch.placement import Placement
 
 from conftest import LIBRARIES, launch
 
+pytestmark = pytest.mark.alone   # rates and delays of links: timed without a neighbour
+
 
 def test_rates_and_expected_goodput():
     assert netem.rate_bits_per_s("1gbit") == 1e9

@@ -17,7 +17,8 @@ from commbench.launch.provenance import KERNELS_DIR
 
 from conftest import LIBRARIES, snakemake
 
-pytestmark = pytest.mark.mpi
+# alone: the module's campaign times each version on and off node (one test compares the two).
+pytestmark = [pytest.mark.mpi, pytest.mark.alone]
 
 OLDEST = ("mpich-3.4.3", "openmpi-4.1.7")
 LAUNCHER = {"mpich-3.4.3": "hydra", "mpich-5.0.2": "hydra", "openmpi-4.1.7": "orte", "openmpi-5.0.11": "prrte"}

@@ -121,6 +121,8 @@ OWNER = textwrap.dedent("""
 
 
 @needs_vnodes
+# alone: a neighbour making a cluster sweeps the one SIGKILL left before the test sees it.
+@pytest.mark.alone
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
 def test_a_killed_owner_leaves_nothing_behind(can_make_vnodes, signum):
     """SIGTERM: the owner removes its cluster on the way out. SIGKILL: nothing can run, so the
@@ -217,6 +219,8 @@ def kernel_processes(name: str) -> list[int]:
     return found
 
 
+# alone: a neighbour's sweep (SIGKILL), a neighbour's Hydra topology files in /tmp (SIGTERM).
+@pytest.mark.alone
 @pytest.mark.mpi
 @needs_vnodes
 @pytest.mark.parametrize("library,signum", [("mpich-5.0.2", signal.SIGTERM), ("openmpi-5.0.11", signal.SIGKILL)])

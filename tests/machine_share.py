@@ -1,0 +1,160 @@
+"""How tests share the machine when `make test` runs two at once (pytest-xdist, `-n 2`).
+
+Most of the suite waits more than it computes (a workflow polling its jobs, a hung launch's timeout,
+Slurm's scheduler, a notebook's kernel starting): run one at a time on two cores it kept one of them
+busy on average (21 CPU-minutes in 21 minutes). Two kinds of test must not have a neighbour, and are
+marked `alone`:
+
+- tests that time something and check a ratio of two measurements (a protocol switch, a link's
+  rate, a clock's drift): a neighbour's load on the other core would be in their numbers;
+- tests that watch what the whole host has (Hydra's files in /tmp, every process): a neighbour's
+  launch would be in what they see.
+
+Each test takes a reader-writer lock for its whole run (set-up, call, tear-down): shared by default,
+exclusive when marked `alone`. An exclusive holder first closes a gate that new shared tests pass
+through, so that it waits for the neighbour's current test only, not for its whole queue.
+
+Tests are sent to the workers in groups (xdist's scope scheduling, with this module's groups):
+- the `alone` tests together and last, run in a row by one worker that keeps the lock between them,
+  so that the run waits for the neighbour's current test once, not at each of them;
+- the Slurm tests together and first: they share one cluster per host (tests/slurm_cluster.py holds
+  its lock for a session); in the `alone` group where any of them is `alone`;
+- the tests that share a module's fixture, which their worker then makes once;
+- every other test on its own.
+Launches through commbench itself already take turns on the machine (commbench.launch.locks).
+
+Without xdist (`pytest -p no:xdist`, `-n 0`) none of this applies: every test runs alone.
+"""
+
+import fcntl
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ALONE = "alone"
+SHARE_FOLDER = "commbench_machine_share"   # the key under which workers are told the run's folder
+GROUPS = "groups.json"                     # in that folder: test id -> group, written by the workers
+
+
+def run_folder(config) -> Path:
+    """The run's lock files and groups: made by the controller, given to each worker."""
+    if hasattr(config, "workerinput"):
+        return Path(config.workerinput[SHARE_FOLDER])
+    if _FOLDER not in config.stash:
+        config.stash[_FOLDER] = tempfile.mkdtemp(prefix="commbench-tests-")
+    return Path(config.stash[_FOLDER])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist, in the controller, as it starts each worker."""
+    node.workerinput[SHARE_FOLDER] = str(run_folder(node.config))
+
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput") and _FOLDER in config.stash:
+        shutil.rmtree(config.stash[_FOLDER], ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`-n N` (xdist's `--dist load`, its default): tests in this module's groups."""
+    if config.getvalue("dist") != "load":
+        return None
+    config.option.loadscopereorder = False   # the groups in the workers' order (pytest_collection_modifyitems)
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        """xdist's scope scheduling, where a test's scope is its group, or the test itself."""
+
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:   # first asked once every worker has collected, and so written it
+                self.groups = json.loads((run_folder(config) / GROUPS).read_text())
+            return self.groups.get(nodeid, nodeid)
+
+    return GroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """In each worker (the controller collects nothing): the groups, for the controller's scheduler."""
+    if not hasattr(config, "workerinput"):
+        return
+    slurm = {item for item in items   # marked `slurm`; or asking for the cluster, marked or not
+             if item.get_closest_marker("slurm") or "local_slurm" in getattr(item, "fixturenames", ())}
+    slurm_group = ALONE if any(item.get_closest_marker(ALONE) for item in slurm) else "slurm"
+    groups = {}
+    for item in items:
+        if item.get_closest_marker(ALONE):
+            groups[item.nodeid] = ALONE
+        elif item in slurm:
+            groups[item.nodeid] = slurm_group
+        elif _uses_a_module_fixture(item):
+            groups[item.nodeid] = item.nodeid.split("::")[0]
+    # The order in which the controller hands the groups out (xdist's own reordering is off): the Slurm
+    # group first, the longest; the `alone` group last, when the neighbour has one test left to finish
+    # (first, it would wait for the neighbour's first test, which builds both libraries).
+    items.sort(key=lambda item: {slurm_group: 0, ALONE: 2}.get(groups.get(item.nodeid), 1))
+    folder = run_folder(config)
+    draft = folder / f"{GROUPS}.{os.getpid()}"
+    draft.write_text(json.dumps(groups))
+    draft.replace(folder / GROUPS)   # whole: the workers' collections, and so their groups, are alike
+
+
+def _uses_a_module_fixture(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(definition.scope in ("class", "module", "package")
+                                    for definitions in info.name2fixturedefs.values() for definition in definitions)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not hasattr(item.config, "workerinput"):   # not an xdist worker: nothing runs beside this test
+        return (yield)
+    if _SHARE not in item.config.stash:
+        item.config.stash[_SHARE] = MachineShare(run_folder(item.config))
+    share = item.config.stash[_SHARE]
+    alone = item.get_closest_marker(ALONE) is not None
+    share.acquire(alone)
+    try:
+        return (yield)
+    finally:
+        share.release(keep=alone and nextitem is not None and nextitem.get_closest_marker(ALONE) is not None)
+
+
+class MachineShare:
+    """One worker's side of the run's reader-writer lock (flock(2) on two files: the kernel drops
+    a dead worker's locks, so a crashed worker never blocks the other)."""
+
+    def __init__(self, folder: Path):
+        self.gate = open(folder / "gate", "a")
+        self.lock = open(folder / "lock", "a")
+        self.exclusive = False
+
+    def acquire(self, alone: bool) -> None:
+        if alone:
+            if not self.exclusive:          # kept from the previous `alone` test otherwise
+                fcntl.flock(self.gate, fcntl.LOCK_EX)   # no new shared test starts beside us
+                fcntl.flock(self.lock, fcntl.LOCK_EX)   # the neighbour's current test has ended
+                self.exclusive = True
+        else:
+            fcntl.flock(self.gate, fcntl.LOCK_SH)       # waits while an `alone` test waits or runs
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
+            fcntl.flock(self.lock, fcntl.LOCK_SH)
+
+    def release(self, keep: bool) -> None:
+        if keep:
+            return
+        fcntl.flock(self.lock, fcntl.LOCK_UN)
+        if self.exclusive:
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
+            self.exclusive = False
+
+
+_FOLDER = pytest.StashKey[str]()
+_SHARE = pytest.StashKey[MachineShare]()
