@@ -29,6 +29,13 @@
 #include "harness/clocks.h"
 #include "patterns.h"
 
+enum coll_op { BCAST, SCATTER, SCATTERV, SCAN, REDUCE, GATHER, GATHERV, ALLREDUCE, ALLGATHER,
+               ALLGATHERV, ALLTOALL, ALLTOALLV, REDUCE_SCATTER, BARRIER,
+#if CB_MPI4_CALLS
+               BCAST_INIT, ALLREDUCE_INIT,
+#endif
+};
+
 struct coll {
     MPI_Datatype type;   /* the data's type; reductions need an arithmetic one */
     int *counts, *displs;
@@ -37,6 +44,7 @@ struct coll {
     double window_s;     /* --method window: the current window length, for window_size */
     size_t window_size;
     long windows, late_windows;    /* rank 0: windows timed, windows some rank entered late */
+    void (*call)(struct cb_context *, enum coll_op, size_t);   /* what the timed loops call (measure()) */
 #if CB_MPI4_CALLS
     MPI_Request persistent;   /* the persistent twins' request, for persistent_count elements */
     int persistent_count;
@@ -81,13 +89,6 @@ void coll_teardown(struct cb_context *ctx)
     ctx->state = NULL;
 }
 
-enum coll_op { BCAST, SCATTER, SCATTERV, SCAN, REDUCE, GATHER, GATHERV, ALLREDUCE, ALLGATHER,
-               ALLGATHERV, ALLTOALL, ALLTOALLV, REDUCE_SCATTER, BARRIER,
-#if CB_MPI4_CALLS
-               BCAST_INIT, ALLREDUCE_INIT,
-#endif
-};
-
 #if CB_MPI4_CALLS
 /* A persistent twin's call: its request is made where the size changes (in the size's warm-up; every rank
  * makes it at the same call, as a collective needs), then started and waited for. */
@@ -115,10 +116,6 @@ static void call(struct cb_context *ctx, enum coll_op op, size_t size)
         coll.counts[r] = count;
         coll.displs[r] = r * count;
     }
-    if (ctx->params.test_late_entry > 0 && ctx->rank == ctx->nprocs - 1) {   /* a known least latency */
-        double until = cb_now(ctx->timer) + ctx->params.test_late_entry;
-        while (cb_now(ctx->timer) < until) {}
-    }
     MPI_Comm comm = ctx->comm;
     MPI_Datatype t = coll.type;
     switch (op) {
@@ -143,6 +140,13 @@ static void call(struct cb_context *ctx, enum coll_op op, size_t size)
     case ALLREDUCE_INIT: start_persistent(ctx, op, send, recv, count); break;
 #endif
     }
+}
+
+/* --test-late-entry: the last rank enters every call that much later, so that no call can take less. */
+static void late_call(struct cb_context *ctx, enum coll_op op, size_t size)
+{
+    if (ctx->rank == ctx->nprocs - 1) cb_spin(ctx->timer, ctx->params.test_late_entry);
+    call(ctx, op, size);
 }
 
 /* A barrier of zero-byte messages: everyone reports to rank 0, rank 0 releases everyone. */
@@ -198,7 +202,7 @@ static double acknowledged_latency(struct cb_context *ctx, enum coll_op op, size
     MPI_Barrier(ctx->comm);
     double t0 = cb_now(ctx->timer);
     for (long i = 0; i < iterations; i++) {
-        call(ctx, op, size);
+        coll.call(ctx, op, size);
         if (ctx->rank == acker) MPI_Send(NULL, 0, MPI_BYTE, 0, 7, ctx->comm);
         else if (ctx->rank == 0) MPI_Recv(NULL, 0, MPI_BYTE, acker, 7, ctx->comm, MPI_STATUS_IGNORE);
     }
@@ -212,13 +216,12 @@ static double root_time(struct cb_context *ctx, enum coll_op op, size_t size, lo
         MPI_Barrier(ctx->comm);
         if (ctx->rank == 0) {
             /* Let every other rank enter the call first; only the root's own part is timed. */
-            double until = cb_now(ctx->timer) + 20e-6;
-            while (cb_now(ctx->timer) < until) {}
+            cb_spin(ctx->timer, 20e-6);
             double t0 = cb_now(ctx->timer);
-            call(ctx, op, size);
+            coll.call(ctx, op, size);
             in_call += cb_now(ctx->timer) - t0;
         } else {
-            call(ctx, op, size);
+            coll.call(ctx, op, size);
         }
     }
     return in_call / (double)iterations;
@@ -230,7 +233,7 @@ static double first_window(struct cb_context *ctx, enum coll_op op, size_t size)
 {
     double t0 = cb_clock_local(ctx);
     for (int i = 0; i < 3; i++) {
-        call(ctx, op, size);
+        coll.call(ctx, op, size);
         point_to_point_barrier(ctx);
     }
     double mine = (cb_clock_local(ctx) - t0) / 3, slowest;
@@ -263,7 +266,7 @@ static double window_latency(struct cb_context *ctx, enum coll_op op, size_t siz
             double at = cb_clock_to_local(&coll.clock, start + (double)i * coll.window_s);
             int late = cb_clock_local(ctx) > at;
             while (cb_clock_local(ctx) < at) {}
-            call(ctx, op, size);
+            coll.call(ctx, op, size);
             finish[i] = late ? INFINITY : cb_clock_to_global(&coll.clock, cb_clock_local(ctx));
         }
         MPI_Reduce(finish, last, (int)iterations, MPI_DOUBLE, MPI_MAX, 0, ctx->comm);
@@ -308,13 +311,14 @@ static double measure(struct cb_context *ctx, size_t size, long iterations, enum
     const char *method = ctx->params.method ? ctx->params.method
                          : (is_fan_out(op) || op == SCAN) ? "accurate" : "lower";
     if (iterations == 0) return 1;
+    coll.call = ctx->params.test_late_entry > 0 ? late_call : call;
     if (strcmp(method, "lower") == 0 || ctx->nprocs == 1) {
-        for (long i = 0; i < iterations; i++) call(ctx, op, size);
+        for (long i = 0; i < iterations; i++) coll.call(ctx, op, size);
         return 1;
     }
     if (strcmp(method, "upper") == 0) {
         for (long i = 0; i < iterations; i++) {
-            call(ctx, op, size);
+            coll.call(ctx, op, size);
             point_to_point_barrier(ctx);
         }
         return 1;

@@ -20,12 +20,6 @@ double cb_clock_local(const struct cb_context *ctx)
     return t;
 }
 
-static void busy_wait(const struct cb_context *ctx, double seconds)
-{
-    double until = cb_clock_local(ctx) + seconds;
-    while (cb_clock_local(ctx) < until) {}
-}
-
 /* Rank 0's side of one burst with `peer`: the exchange with the shortest round trip gives
  * (rank 0's midpoint, peer's clock minus it, half the round trip). */
 static void burst(const struct cb_context *ctx, int peer, double *g, double *offset, double *half)
@@ -100,7 +94,7 @@ struct cb_clock_model cb_clock_sync(struct cb_context *ctx, char *info, size_t i
         for (int k = 0; k < ROUNDS; k++) {
             if (ctx->rank == 0) {
                 burst(ctx, peer, &g[k], &offset[k], &half[k]);
-                if (k + 1 < ROUNDS) busy_wait(ctx, SPACING_S);
+                if (k + 1 < ROUNDS) cb_spin(ctx->timer, SPACING_S);
             } else if (ctx->rank == peer) {
                 answer_burst(ctx);
             }

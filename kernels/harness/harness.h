@@ -80,6 +80,7 @@ static inline void cb_check(struct cb_context *ctx, const unsigned char *msg, si
 }
 
 double cb_now(enum cb_timer timer);
+void cb_spin(enum cb_timer timer, double seconds);
 const char *cb_timer_name(enum cb_timer timer);
 
 /* One size's measurement, as its point record says it (rank 0). */

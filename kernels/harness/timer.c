@@ -13,6 +13,14 @@ double cb_now(enum cb_timer timer)
     return MPI_Wtime();
 }
 
+/* Holds the core for `seconds` of `timer`: a wait that keeps the rank running where it is (a sleep would
+ * give the core away, and waking again takes longer than the microseconds the kernels wait). */
+void cb_spin(enum cb_timer timer, double seconds)
+{
+    double until = cb_now(timer) + seconds;
+    while (cb_now(timer) < until) {}
+}
+
 const char *cb_timer_name(enum cb_timer timer)
 {
     return timer == CB_TIMER_CLOCK_MONOTONIC ? "clock_gettime(CLOCK_MONOTONIC)" : "MPI_Wtime";
