@@ -41,7 +41,12 @@ def test_notebook_runs_top_to_bottom(tiny, tmp_path, name, monkeypatch):
     executed = papermill.execute_notebook(str(REPO / "notebooks" / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
                                           parameters={"dataset": "results/tiny/tiny.nc"}, cwd=str(REPO / "notebooks"),
                                           progress_bar=False)
-    # Every table it shows reads as the report's do: no exponents, no infinities, no dims expanded into rows.
+    assert_tables_read_as_the_reports(executed)
+
+
+def assert_tables_read_as_the_reports(executed) -> None:
+    """Every table an executed notebook shows reads as the report's do: no exponents, no infinities, no
+    dims expanded into rows."""
     tables = [output["data"]["text/html"] for cell in executed["cells"] for output in cell.get("outputs", [])
               if "<table" in "".join(output.get("data", {}).get("text/html", ""))]
     for table in map("".join, tables):
