@@ -4,6 +4,8 @@ library, datasets in the campaign schema, the same latency as the binary, and a 
 import glob
 import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -118,6 +120,35 @@ def test_failed_kernel_is_a_failed_launch_and_engines_survive(workspace, built):
         assert ds["status"].item() == "ok"
         pids = engines.pids
     assert _gone(pids)
+
+
+# Another process (a campaign's launch, as commbench.launch.run takes it) holding the machine for 3 s.
+HOLD_S = 3.0
+HOLDER = f"""
+import time
+from commbench.launch import locks
+with locks.held(locks.machine_lock_path(), "a campaign's launch (test)"):
+    print("held", flush=True)
+    time.sleep({HOLD_S})
+"""
+
+
+def test_a_launch_on_engines_waits_while_another_holds_the_machine(workspace, built):
+    """A notebook and a campaign on one host never measure at once: run() waits for the machine's lock
+    and its launch record says how long."""
+    from commbench.io.raw import read_launch_record
+
+    with start_engines(LIBRARIES[0], "1N2P", workspace, activate=False) as engines:
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().strip() == "held"
+            ds = run(engines, "pingpong.send", progress=False, **QUICK)
+        finally:
+            holder.wait(timeout=60)
+        raw = sorted((engines.results_dir / "raw" / LIBRARIES[0] / "1N2P" / "pingpong.send").glob("*.jsonl"))
+    assert ds["status"].item() == "ok"
+    # The holder's time, less what run() does before it asks for the lock (a campaign's validation: milliseconds).
+    assert read_launch_record(raw[-1])["waited_for_machine_s"] >= HOLD_S - 1.5
 
 
 def test_emulated_nodes_take_the_network_path(workspace, built):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from commbench.campaign import shape_from_placement_name
+from commbench.launch import locks
 from commbench.launch.libraries import engine_python
 from commbench.launch.placement import Placement
 from commbench.launch.supervision import end_processes, leftover_files, remove_leftovers
@@ -23,6 +24,7 @@ from commbench.launch.plan import emulated_network_env, plan_launch
 from commbench.locations import candidates
 
 ENGINE_KINDS = ("mpi", "slurm")
+LEFTOVER_WAIT_S = 10   # how long stop() waits for a launch that holds the machine before leaving the files
 # Stands for the engine program in a launch plan, to cut mpiexec's own arguments out of it.
 _PROGRAM = "<engine>"
 
@@ -113,8 +115,9 @@ class Engines:
         state = "stopped" if self.stopped else f"{len(self.processes)} engines"
         return (f"<Engines {self.library} {self.placement.name} via {self.engines}: {state}>")
 
-    def stop(self) -> None:
-        """Stops the engines and the controller; safe to call twice, and after an interruption."""
+    def stop(self, holding_machine: bool = False) -> None:
+        """Stops the engines and the controller; safe to call twice, and after an interruption.
+        holding_machine: called by a launch on the engines that holds the machine's lock (runs)."""
         if self.stopped:
             return
         self.stopped = True
@@ -129,11 +132,28 @@ class Engines:
             logging.getLogger(__name__).warning("stopping the cluster: %s", error)
         # Engines that outlived their launcher (mpiexec gone, ranks not) are killed after a grace period.
         end_processes(self.pids, first=None)
-        remove_leftovers(self.leftovers, self.leftovers_before)
+        self._remove_leftovers(holding_machine)
         log = getattr(self.cluster, "log", None)
         if isinstance(log, logging.Logger) and log.name.startswith(f"{__name__}."):
             for handler in log.handlers:
                 handler.close()
+
+    def _remove_leftovers(self, holding_machine: bool) -> None:
+        """What the killed launcher left (Hydra's topology files in /tmp), removed while this process holds
+        the machine: a campaign's launch running meanwhile has files of its own that appeared since the
+        engines started, and removes them itself. Left, and said, while the machine stays busy."""
+        if not self.leftovers:
+            return
+        if holding_machine:
+            remove_leftovers(self.leftovers, self.leftovers_before)
+            return
+        what = f"stopping interactive engines {self.library}/{self.placement.name}"
+        try:
+            with locks.held(locks.machine_lock_path(), locks.holder_line(what), wait_s=LEFTOVER_WAIT_S):
+                remove_leftovers(self.leftovers, self.leftovers_before)
+        except locks.LockTimeout as busy:
+            logging.getLogger(__name__).warning("%s: what the launcher left (%s) is left: %s", what,
+                                                self.leftovers, busy)
 
     @property
     def pids(self) -> list[int]:

@@ -21,6 +21,7 @@ from commbench.campaign import Campaign, validate_campaign
 from commbench.data.collect import build_dataset
 from commbench.interactive.engines import Engines
 from commbench.io.raw import Point, failure_reason, launch_record, read_complete_output, read_raw, write_raw_file
+from commbench.launch import locks
 
 # Keys of run()'s options that belong to the campaign's `precision`, not to the kernel entry.
 PRECISION_KEYS = ("rse", "min_samples", "max_samples", "max_point_time")
@@ -107,7 +108,20 @@ class _Progress:
 
 def _launch_once(engines: Engines, campaign: Campaign, kernel: str, launch: int, on_point, progress: bool,
                  poll_s: float) -> Path:
-    """One launch on the engines; writes and returns its raw file (launch record + the kernel's)."""
+    """One launch on the engines; writes and returns its raw file (launch record + the kernel's). It holds
+    the machine as a campaign's launch does (commbench.launch.locks), so that a notebook and a campaign on
+    one host never measure at once; engines in a Slurm allocation have its nodes to themselves."""
+    if engines.engines == "slurm":
+        return _measure_once(engines, campaign, kernel, launch, on_point, progress, poll_s, waited_s=0.0)
+    what = f"interactive launch {engines.library}/{engines.placement.name}/{kernel}/{launch}"
+    path = locks.machine_lock_path()
+    with locks.held(path, locks.holder_line(what), on_wait=lambda other: logging.getLogger(__name__).warning(
+            "%s: waiting for the machine: %s is running there (lock %s)", what, other, path)) as waited_s:
+        return _measure_once(engines, campaign, kernel, launch, on_point, progress, poll_s, waited_s)
+
+
+def _measure_once(engines: Engines, campaign: Campaign, kernel: str, launch: int, on_point, progress: bool,
+                  poll_s: float, waited_s: float) -> Path:
     p = engines.placement
     argv = ["commbench-kernels", *campaign.kernel_args(kernel, launch)]
     timeout_s = campaign.config["timeout"]
@@ -137,14 +151,14 @@ def _launch_once(engines: Engines, campaign: Campaign, kernel: str, launch: int,
             watcher.poll()
     except KeyboardInterrupt:
         # An MPI kernel cannot be interrupted part-way: the engines are stopped instead.
-        engines.stop()
+        engines.stop(holding_machine=True)
         raise
     except Exception as error:
         status, reason = "failed", f"{type(error).__name__}: {error}"
     finally:
         watcher.close()
         if status == "timeout":
-            engines.stop()
+            engines.stop(holding_machine=True)
         shutil.rmtree(scratch, ignore_errors=True)
     _, problem = read_complete_output(partial)
     if status == "ok" and (exit_code or problem):
@@ -153,7 +167,8 @@ def _launch_once(engines: Engines, campaign: Campaign, kernel: str, launch: int,
     meta = {"library": engines.library, "mpi": engines.mpi, "family": engines.family,
             "placement": p.name, "nodes": p.nodes, "ppn": p.ppn, "nprocs": p.nprocs,
             "transport": p.transport if engines.engines == "mpi" else "unknown",
-            "emulated": p.emulated and engines.engines == "mpi", "network": None, "kernel": kernel, "launch": launch}
+            "emulated": p.emulated and engines.engines == "mpi", "network": None, "kernel": kernel, "launch": launch,
+            "waited_for_machine_s": round(waited_s, 3)}
     record = launch_record(status, meta, started,
                            command=[*engines.mpi_command, f"ipyparallel engines ({engines.engines})", *argv[1:]],
                            env=engines.launch_env, binding="none" if "none" in engines.mpi_command else "core",
