@@ -42,8 +42,8 @@ def _gone(pids, within_s=10.0) -> bool:
     return False
 
 
-@pytest.mark.alone   # what Hydra leaves in /tmp is looked for host-wide: a neighbour's launch would be in it
-@pytest.mark.parametrize("library", LIBRARIES)
+# MPICH's alone: what its Hydra leaves in /tmp is looked for host-wide, where a neighbour's launch would be.
+@pytest.mark.parametrize("library", [pytest.param(LIBRARIES[0], marks=pytest.mark.alone), LIBRARIES[1]])
 def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_path, library):
     from commbench.campaign import Campaign, validate_campaign
     from commbench.data.collect import build_dataset
@@ -56,7 +56,8 @@ def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_pat
         ds = run(engines, "pingpong.send", on_point=points.append, progress=False, **QUICK)
         pids = engines.pids
     assert _gone(pids), "engine processes outlived stop()"
-    assert set(glob.glob(Hydra.leftovers)) <= topology_files, "stopped engines left their topology files"
+    if library.startswith("mpich"):
+        assert set(glob.glob(Hydra.leftovers)) <= topology_files, "stopped engines left their topology files"
 
     # The same variables, coordinates and dims as a campaign's dataset built from the binary.
     result = launch(workspace, library, Placement("1N2P", 1, 2),

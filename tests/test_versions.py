@@ -17,8 +17,7 @@ from commbench.launch.provenance import KERNELS_DIR
 
 from conftest import LIBRARIES, snakemake
 
-# alone: the module's campaign times each version on and off node (one test compares the two).
-pytestmark = [pytest.mark.mpi, pytest.mark.alone]
+pytestmark = pytest.mark.mpi
 
 OLDEST = ("mpich-3.4.3", "openmpi-4.1.7")
 LAUNCHER = {"mpich-3.4.3": "hydra", "mpich-5.0.2": "hydra", "openmpi-4.1.7": "orte", "openmpi-5.0.11": "prrte"}
@@ -76,9 +75,10 @@ def test_oldest_and_newest_of_each_family_build_and_run_on_and_off_node(versions
         assert version in str(row["library_version"].values), str(row["library_version"].values)
         assert str(row["launcher"].values) == launcher and str(row["library_status"].values) == "ok"
     # Each version really took its network path off node: TCP on loopback is several times slower
-    # for 8 B than shared memory (measured here: 4-6 us against 0.1-1 us).
-    median = ds.commbench.summary(ci=False)["median"].sel(kernel="pingpong.send", size=8)
-    ratio = median.sel(placement="2N1P") / median.sel(placement="1N2P")
+    # for 8 B than shared memory (measured here: 4-6 us against 0.1-1 us). The fastest sample of each:
+    # what another test's load on the machine adds to some samples cannot make either path faster.
+    fastest = ds.commbench.summary(ci=False)["min"].sel(kernel="pingpong.send", size=8)
+    ratio = fastest.sel(placement="2N1P") / fastest.sel(placement="1N2P")
     for library in LAUNCHER:
         assert float(ratio.sel(library=library)) > 2, (library, float(ratio.sel(library=library)))
 
