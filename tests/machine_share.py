@@ -18,7 +18,8 @@ Tests are sent to the workers in groups (xdist's scope scheduling, with this mod
 - the `alone` tests together and last, run in a row by one worker that keeps the lock between them,
   so that the run waits for the neighbour's current test once, not at each of them;
 - the Slurm tests together and first: they share one cluster per host (tests/slurm_cluster.py holds
-  its lock for a session); in the `alone` group where any of them is `alone`;
+  its lock for a session), stopped once the last of them has run; in the `alone` group where any of
+  them is `alone`;
 - the tests that share a module's fixture, which their worker then makes once;
 - every other test on its own.
 Launches through commbench itself already take turns on the machine (commbench.launch.locks).
@@ -100,6 +101,7 @@ def pytest_collection_modifyitems(config, items):
     # group first, the longest; the `alone` group last, when the neighbour has one test left to finish
     # (first, it would wait for the neighbour's first test, which builds both libraries).
     items.sort(key=lambda item: {slurm_group: 0, ALONE: 2}.get(groups.get(item.nodeid), 1))
+    config.stash[_SLURM_TESTS] = {item.nodeid for item in slurm}
     folder = run_folder(config)
     draft = folder / f"{GROUPS}.{os.getpid()}"
     draft.write_text(json.dumps(groups))
@@ -124,6 +126,13 @@ def pytest_runtest_protocol(item, nextitem):
     try:
         return (yield)
     finally:
+        slurm = item.config.stash.get(_SLURM_TESTS, set())
+        if item.nodeid in slurm and (nextitem is None or nextitem.nodeid not in slurm):
+            # The Slurm group's last test: its cluster's daemons would otherwise run until this worker's
+            # session ends, beside every test after it (those that time something among them).
+            from slurm_cluster import stop_early
+
+            stop_early()
         share.release(keep=alone and nextitem is not None and nextitem.get_closest_marker(ALONE) is not None)
 
 
@@ -157,4 +166,5 @@ class MachineShare:
 
 
 _FOLDER = pytest.StashKey[str]()
+_SLURM_TESTS = pytest.StashKey[set]()
 _SHARE = pytest.StashKey[MachineShare]()

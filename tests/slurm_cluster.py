@@ -326,6 +326,16 @@ def stop_cluster(cluster: LocalSlurm) -> None:
         cluster.lock.close()
 
 
+_running: list[LocalSlurm] = []   # the session's cluster while it runs (stop_early)
+
+
+def stop_early() -> None:
+    """Stops the session's cluster before the session ends: tests/machine_share.py calls it once the last
+    test that uses it has run, so that its daemons do not run beside the tests that follow."""
+    while _running:
+        stop_cluster(_running.pop())
+
+
 @pytest.fixture(scope="session")
 def local_slurm():
     """A running Slurm cluster of virtual nodes; SLURM_CONF points at it for the session."""
@@ -333,6 +343,7 @@ def local_slurm():
     if reason:
         pytest.skip(reason)
     cluster = start_cluster()
+    _running.append(cluster)
     previous = os.environ.get("SLURM_CONF")
     os.environ["SLURM_CONF"] = str(cluster.conf)
     try:
@@ -342,4 +353,6 @@ def local_slurm():
             os.environ.pop("SLURM_CONF", None)
         else:
             os.environ["SLURM_CONF"] = previous
-        stop_cluster(cluster)
+        if cluster in _running:
+            _running.remove(cluster)
+            stop_cluster(cluster)
