@@ -15,11 +15,12 @@ exclusive when marked `alone`. An exclusive holder first closes a gate that new 
 through, so that it waits for the neighbour's current test only, not for its whole queue.
 
 Tests are sent to the workers in groups (xdist's scope scheduling, with this module's groups):
-- the `alone` tests together and first, run in a row by one worker that keeps the lock between them,
-  so that the run waits for the neighbour's current test once, not at each of them;
-- the Slurm tests together and last: they share one cluster per host (tests/slurm_cluster.py holds
-  its lock for a session), stopped once the last of them has run; in the `alone` group where any of
-  them is `alone`;
+- the `alone` tests together and first, run in a row by one worker that keeps the lock between them;
+  the other workers are given nothing until they have run, so that no test of theirs is half-way
+  through when the first `alone` test wants the machine (a Slurm campaign would hold it for 80 s);
+- the Slurm tests together and next, the longest group after them: they share one cluster per host
+  (tests/slurm_cluster.py holds its lock for a session), stopped once the last of them has run; in
+  the `alone` group where any of them is `alone`;
 - the tests that share a module's fixture, which their worker then makes once;
 - every other test on its own.
 Launches through commbench itself already take turns on the machine (commbench.launch.locks).
@@ -74,10 +75,38 @@ def pytest_xdist_make_scheduler(config, log):
 
         groups: dict[str, str] | None = None
 
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.held = set()   # workers given nothing while another runs the `alone` group
+
         def _split_scope(self, nodeid: str) -> str:
             if self.groups is None:   # first asked once every worker has collected, and so written it
                 self.groups = json.loads((run_folder(config) / GROUPS).read_text())
             return self.groups.get(nodeid, nodeid)
+
+        def _alone_runner(self):
+            """The worker running the `alone` group, until all of its tests have run."""
+            for node, units in self.assigned_work.items():
+                if not all(units.get(ALONE, {}).values()):
+                    return node
+            return None
+
+        def _assign_work_unit(self, node) -> None:
+            runner = self._alone_runner()
+            if runner is not None and runner is not node:
+                self.held.add(node)
+                return
+            super()._assign_work_unit(node)
+
+        def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
+            super().mark_test_complete(node, item_index, duration)
+            if self.held and self._alone_runner() is None:
+                held, self.held = self.held, set()
+                for waiting in held:
+                    if waiting in self.assigned_work:   # not removed meanwhile
+                        # Two units, as xdist starts a worker: it runs a test once it knows the next.
+                        self._reschedule(waiting)
+                        self._reschedule(waiting)
 
     return GroupScheduling(config, log)
 
@@ -100,8 +129,9 @@ def pytest_collection_modifyitems(config, items):
     # The order in which the controller hands the groups out (xdist's own reordering is off): the `alone`
     # group first, on a machine no earlier test has loaded (run last, after the rest of the suite, the
     # eager-limit ground truth failed in 2 of 4 clean runs; first, and one at a time, it has not), then
-    # the rest, the Slurm group last so that its daemons never run beside the `alone` tests.
-    items.sort(key=lambda item: {ALONE: 0, slurm_group: 2}.get(groups.get(item.nodeid), 1))
+    # the Slurm group, the longest (104 s), which handed out last kept one worker busy 108 s after the
+    # other had finished; then the rest.
+    items.sort(key=lambda item: {ALONE: 0, slurm_group: 1}.get(groups.get(item.nodeid), 2))
     config.stash[_SLURM_TESTS] = {item.nodeid for item in slurm}
     folder = run_folder(config)
     draft = folder / f"{GROUPS}.{os.getpid()}"
