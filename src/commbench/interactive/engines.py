@@ -115,9 +115,10 @@ class Engines:
         state = "stopped" if self.stopped else f"{len(self.processes)} engines"
         return (f"<Engines {self.library} {self.placement.name} via {self.engines}: {state}>")
 
-    def stop(self, holding_machine: bool = False) -> None:
+    def stop(self, machine_is_ours: bool = False) -> None:
         """Stops the engines and the controller; safe to call twice, and after an interruption.
-        holding_machine: called by a launch on the engines that holds the machine's lock (runs)."""
+        machine_is_ours: called by a launch on the engines, which has the machine to itself (it holds
+        the machine's lock, or its engines run in a Slurm allocation, whose nodes are theirs)."""
         if self.stopped:
             return
         self.stopped = True
@@ -132,24 +133,24 @@ class Engines:
             logging.getLogger(__name__).warning("stopping the cluster: %s", error)
         # Engines that outlived their launcher (mpiexec gone, ranks not) are killed after a grace period.
         end_processes(self.pids, first=None)
-        self._remove_leftovers(holding_machine)
+        self._remove_leftovers(machine_is_ours)
         log = getattr(self.cluster, "log", None)
         if isinstance(log, logging.Logger) and log.name.startswith(f"{__name__}."):
             for handler in log.handlers:
                 handler.close()
 
-    def _remove_leftovers(self, holding_machine: bool) -> None:
+    def _remove_leftovers(self, machine_is_ours: bool) -> None:
         """What the killed launcher left (Hydra's topology files in /tmp), removed while this process holds
         the machine: a campaign's launch running meanwhile has files of its own that appeared since the
         engines started, and removes them itself. Left, and said, while the machine stays busy."""
         if not self.leftovers:
             return
-        if holding_machine:
+        if machine_is_ours:
             remove_leftovers(self.leftovers, self.leftovers_before)
             return
         what = f"stopping interactive engines {self.library}/{self.placement.name}"
         try:
-            with locks.held(locks.machine_lock_path(), locks.holder_line(what), wait_s=LEFTOVER_WAIT_S):
+            with locks.machine(what, wait_s=LEFTOVER_WAIT_S):
                 remove_leftovers(self.leftovers, self.leftovers_before)
         except locks.LockTimeout as busy:
             logging.getLogger(__name__).warning("%s: what the launcher left (%s) is left: %s", what,

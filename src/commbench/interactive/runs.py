@@ -114,9 +114,7 @@ def _launch_once(engines: Engines, campaign: Campaign, kernel: str, launch: int,
     if engines.engines == "slurm":
         return _measure_once(engines, campaign, kernel, launch, on_point, progress, poll_s, waited_s=0.0)
     what = f"interactive launch {engines.library}/{engines.placement.name}/{kernel}/{launch}"
-    path = locks.machine_lock_path()
-    with locks.held(path, locks.holder_line(what), on_wait=lambda other: logging.getLogger(__name__).warning(
-            "%s: waiting for the machine: %s is running there (lock %s)", what, other, path)) as waited_s:
+    with locks.machine(what, logging.getLogger(__name__).warning) as waited_s:
         return _measure_once(engines, campaign, kernel, launch, on_point, progress, poll_s, waited_s)
 
 
@@ -151,14 +149,14 @@ def _measure_once(engines: Engines, campaign: Campaign, kernel: str, launch: int
             watcher.poll()
     except KeyboardInterrupt:
         # An MPI kernel cannot be interrupted part-way: the engines are stopped instead.
-        engines.stop(holding_machine=True)
+        engines.stop(machine_is_ours=True)
         raise
     except Exception as error:
         status, reason = "failed", f"{type(error).__name__}: {error}"
     finally:
         watcher.close()
         if status == "timeout":
-            engines.stop(holding_machine=True)
+            engines.stop(machine_is_ours=True)
         shutil.rmtree(scratch, ignore_errors=True)
     _, problem = read_complete_output(partial)
     if status == "ok" and (exit_code or problem):

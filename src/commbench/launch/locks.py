@@ -96,6 +96,17 @@ def held(path, holder: str, *, wait_s: float | None = None, on_wait: Callable[[s
         os.close(fd)                  # drops the lock
 
 
+def machine(what: str, tell: Callable[[str], None] | None = None, *, holder: str | None = None,
+            wait_s: float | None = None):
+    """The machine's lock, held for `what` (a launch, an interactive launch, engines' clean-up): `held`
+    on machine_lock_path(), `tell` given one line while another holds it. `holder`: what the lock file
+    says (default: holder_line(what))."""
+    path = machine_lock_path()
+    on_wait = None if tell is None else (
+        lambda other: tell(f"{what}: waiting for the machine: {other} is running there (lock {path})"))
+    return held(path, holder or holder_line(what), wait_s=wait_s, on_wait=on_wait)
+
+
 def _open(path: Path) -> int:
     """The lock file, made if missing and writable by every user (the machine's is shared); opened
     read-only where another user made it without write permission (flock needs no more)."""

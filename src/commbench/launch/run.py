@@ -90,7 +90,8 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
         try:
             with contextlib.ExitStack() as held:   # the machine, and the launch's virtual nodes if it has them
                 if not os.environ.get("SLURM_JOB_ID"):   # in an allocation, the nodes are the launch's own
-                    meta["waited_for_machine_s"] = round(held.enter_context(_machine(name, holder, log)), 3)
+                    machine = locks.machine(name, lambda line: _say(log, line), holder=holder)
+                    meta["waited_for_machine_s"] = round(held.enter_context(machine), 3)
                 return _run_launch(installation, build["binary"], [*kernel_args, "--scratch", private], placement,
                                    meta, output, timeout_s, library_env, log, held)
         finally:
@@ -106,13 +107,6 @@ def _private_scratch(scratch: Path, output: Path, meta: dict) -> str:
     shutil.rmtree(private, ignore_errors=True)
     private.mkdir(parents=True)
     return str(private)
-
-
-def _machine(name: str, holder: str, log):
-    """The machine's lock (commbench.launch.locks), waited for as long as another launch holds it."""
-    path = locks.machine_lock_path()
-    return locks.held(path, holder, on_wait=lambda other: _say(
-        log, f"{name}: waiting for the machine: {other} is running there (lock {path})"))
 
 
 def _say(log, message: str) -> None:
