@@ -21,8 +21,9 @@ Tests are sent to the workers in groups (xdist's scope scheduling, with this mod
 - the Slurm tests together and next, the longest group after them: they share one cluster per host
   (tests/slurm_cluster.py holds its lock for a session), stopped once the last of them has run; in
   the `alone` group where any of them is `alone`;
-- the tests that share a module's fixture, which their worker then makes once;
-- every other test on its own.
+- the tests that share a module's fixture, which their worker then makes once, larger groups first;
+- every other test on its own: those that launch MPI or run a workflow first, the quick ones last.
+The longest work goes first so that the workers end together.
 Launches through commbench itself already take turns on the machine (commbench.launch.locks).
 
 Without xdist (`pytest -p no:xdist`, `-n 0`) none of this applies: every test runs alone.
@@ -30,6 +31,7 @@ Without xdist (`pytest -p no:xdist`, `-n 0`) none of this applies: every test ru
 
 import fcntl
 import json
+from collections import Counter
 import os
 import shutil
 import tempfile
@@ -128,10 +130,22 @@ def pytest_collection_modifyitems(config, items):
             groups[item.nodeid] = item.nodeid.split("::")[0]
     # The order in which the controller hands the groups out (xdist's own reordering is off): the `alone`
     # group first, on a machine no earlier test has loaded (run last, after the rest of the suite, the
-    # eager-limit ground truth failed in 2 of 4 clean runs; first, and one at a time, it has not), then
-    # the Slurm group, the longest (104 s), which handed out last kept one worker busy 108 s after the
-    # other had finished; then the rest.
-    items.sort(key=lambda item: {ALONE: 0, slurm_group: 1}.get(groups.get(item.nodeid), 2))
+    # eager-limit ground truth failed in 2 of 4 clean runs; first, and one at a time, it has not); then
+    # the longest work first, so that what is left at the end is short and both workers end together
+    # (the Slurm group, 104 s, handed out last kept one worker busy 108 s after the other had ended;
+    # a module's group handed out last, 100 s): the Slurm group, the modules' groups, larger first, the
+    # tests that launch MPI or run a workflow (they ask for the workspace), the rest.
+    sizes = Counter(groups.values())
+
+    def order(item):
+        group = groups.get(item.nodeid)
+        if group in (ALONE, slurm_group):
+            return (0 if group == ALONE else 1, 0)
+        if group is not None:
+            return (2, -sizes[group])
+        return (3 if "workspace" in getattr(item, "fixturenames", ()) else 4, 0)
+
+    items.sort(key=order)
     config.stash[_SLURM_TESTS] = {item.nodeid for item in slurm}
     folder = run_folder(config)
     draft = folder / f"{GROUPS}.{os.getpid()}"

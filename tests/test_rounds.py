@@ -251,7 +251,6 @@ def test_launches_until_decided_are_checked_as_the_file_is_read(tmp_path):
 
 
 @pytest.mark.mpi
-@pytest.mark.alone
 def test_a_campaign_runs_rounds_until_its_pairs_are_decided_and_its_report_says_when_it_stopped(workspace, built):
     """Open MPI on one node over TCP against shared memory, a real knob tens of times slower at 8 B and
     1 KiB: decided at the first look, after launches.min rounds, though launches.max allows one more. (Two
