@@ -16,7 +16,8 @@
  *     ReproMPI's window-based timing); a call's latency is its last rank's finish less the common start,
  *     and a sample is the median of its windows' (one the scheduler stopped is not the call's time).
  *     A window some rank entered late is not counted (and the windows grow until most are entered in
- *     time); rank 0 prints how many were left out when the kernel ends.
+ *     time); rank 0 prints how many were left out when the kernel ends. Each sample also gives its
+ *     exit skew, the median of its windows' last finish less first (ctx->exit_skew).
  * Sizes are bytes per rank and destination: Alltoall's size is what each rank
  * sends to every other rank, as the reports define it.
  * The persistent twins (MPI-4: coll.bcast_init, coll.allreduce_init) are measured by the same methods, each
@@ -245,8 +246,16 @@ static double first_window(struct cb_context *ctx, enum coll_op op, size_t size)
  * many latencies, so a long --min-sample-time would otherwise ask for minutes and gigabytes. */
 #define MAX_WINDOWS 4096L
 
+static double median_in_place(double *values, long n)
+{
+    qsort(values, (size_t)n, sizeof values[0], compare);
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 /* `iterations` calls (MAX_WINDOWS at most), each started by every rank at the same global time: the median
- * over the windows every rank entered in time of the last finish less the common start (rank 0). */
+ * over the windows every rank entered in time of the last finish less the common start (rank 0). The
+ * sample's exit skew, the median over the same windows of the last finish less the first, is left in
+ * ctx->exit_skew: how unevenly the operation lets its ranks go (a Bcast's root leaves early). */
 static double window_latency(struct cb_context *ctx, enum coll_op op, size_t size, long iterations)
 {
     if (iterations > MAX_WINDOWS) iterations = MAX_WINDOWS;
@@ -256,6 +265,7 @@ static double window_latency(struct cb_context *ctx, enum coll_op op, size_t siz
     }
     double *finish = malloc((size_t)iterations * sizeof(double));
     double *last = malloc((size_t)iterations * sizeof(double));
+    double *first = malloc((size_t)iterations * sizeof(double));
     double latency = 0;
     for (int attempt = 0;; attempt++) {
         double start = 0;
@@ -270,9 +280,13 @@ static double window_latency(struct cb_context *ctx, enum coll_op op, size_t siz
             finish[i] = late ? INFINITY : cb_clock_to_global(&coll.clock, cb_clock_local(ctx));
         }
         MPI_Reduce(finish, last, (int)iterations, MPI_DOUBLE, MPI_MAX, 0, ctx->comm);
+        MPI_Reduce(finish, first, (int)iterations, MPI_DOUBLE, MPI_MIN, 0, ctx->comm);
         if (ctx->rank == 0) {
             for (long i = 0; i < iterations; i++)
-                if (isfinite(last[i])) last[valid++] = last[i] - (start + (double)i * coll.window_s);
+                if (isfinite(last[i])) {
+                    first[valid] = last[i] - first[i];
+                    last[valid++] = last[i] - (start + (double)i * coll.window_s);
+                }
             coll.windows += iterations;
             coll.late_windows += iterations - valid;
         }
@@ -287,14 +301,15 @@ static double window_latency(struct cb_context *ctx, enum coll_op op, size_t siz
         int again = ctx->rank == 0 && 2 * valid < iterations && attempt < 8;
         MPI_Bcast(&again, 1, MPI_INT, 0, ctx->comm);
         if (ctx->rank == 0 && valid > 0) {   /* the median: a window the scheduler hit is not the call's */
-            qsort(last, (size_t)valid, sizeof last[0], compare);
-            latency = valid % 2 ? last[valid / 2] : (last[valid / 2 - 1] + last[valid / 2]) / 2;
+            latency = median_in_place(last, valid);
+            ctx->exit_skew = median_in_place(first, valid);
         }
         if (!again) break;
         coll.window_s *= 2;
     }
     free(finish);
     free(last);
+    free(first);
     return latency;
 }
 

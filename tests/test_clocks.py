@@ -77,6 +77,10 @@ def test_methods_states_the_recorded_synchronisation(workspace, built, tmp_path)
     assert (f"method window (each rank's clock fitted against rank 0's (offset and drift) from 12 bursts of 20 "
             f"ping-pongs in 1 launch(es): offsets up to {synchronisation['largest']['offset_s'] * 1e6:.3g} us") \
         in item, item
+    skew = float(np.median(result.points[0].exit_skew_s))   # the dataset's: the median over the samples
+    assert float(ds["exit_skew_s"].squeeze()) == pytest.approx(skew)
+    assert f"the ranks left a window {skew * 1e6:.3g} us apart (exit skew, the last finish less the first; " \
+           f"median over 1 point, " in item, item
 
 
 def test_a_bcast_whose_last_rank_enters_late_reads_at_least_the_delay_in_windows(workspace, built, tmp_path):
@@ -92,3 +96,24 @@ def test_a_bcast_whose_last_rank_enters_late_reads_at_least_the_delay_in_windows
     print("bcast 8 B, last rank 50 us late:", {method: f"{t * 1e6:.2f} us" for method, t in found.items()})
     assert late <= found["window"] < late + 20e-6, found
     assert found["upper"] >= late, found
+
+
+def test_exit_skew_is_how_far_apart_the_ranks_leave_a_late_rank_s_bcast_and_allreduce(workspace, built, tmp_path):
+    """With the last rank 50 us late into every call, a Bcast's root has sent before the late rank
+    arrives and leaves about 50 us before it; an Allreduce waits for every rank's contribution, so its
+    ranks leave together. Windows record both, one exit skew per sample."""
+    late = 50e-6
+    skew = {}
+    for kernel in ("coll.bcast", "coll.allreduce"):
+        result = launch(workspace, LIBRARIES[0], ON_NODE, [kernel, "--method", "window", *COMMON,
+                                                          "--test-late-entry", str(late)], tmp_path)
+        assert result.status == "ok", result.launch.get("console_tail")
+        [point] = result.points
+        assert point.exit_skew_s is not None and len(point.exit_skew_s) == len(point.samples)
+        skew[kernel] = float(np.median(point.exit_skew_s))
+    print("exit skew, last rank 50 us late:", {kernel: f"{s * 1e6:.2f} us" for kernel, s in skew.items()})
+    assert 0.8 * late <= skew["coll.bcast"] < late + 20e-6, skew
+    assert skew["coll.allreduce"] < 0.2 * late, skew
+    # Other methods time no rank's finish: no exit skew is recorded.
+    result = launch(workspace, LIBRARIES[0], ON_NODE, ["coll.bcast", "--method", "accurate", *COMMON], tmp_path)
+    assert result.points[0].exit_skew_s is None

@@ -85,6 +85,9 @@ def test_truncated_file_is_refused_with_a_clear_message(tmp_path):
     (lambda lines: lines[:2] + [lines[2].replace("1e-06", "-1e-06")] + lines[3:], "not a finite positive time"),
     (lambda lines: lines[1:], "first record must be the launch record"),
     (lambda lines: lines + [lines[2]], "records after the end record"),
+    (lambda lines: lines[:2] + [lines[2][:-1] + ', "exit_skew_s": [1e-6, 2e-6]}'] + lines[3:],
+     r"exit_skew_s at size 1 must be a list of 1 finite non-negative numbers of seconds, one per sample"),
+    (lambda lines: lines[:2] + [lines[2][:-1] + ', "exit_skew_s": [-1e-6]}'] + lines[3:], "exit_skew_s at size 1"),
 ])
 def test_damaged_files_are_refused_with_file_and_line(tmp_path, mangle, expected):
     path = complete(tmp_path, "libA", "1N2P", 0, {1: [1e-06], 8: [3e-6]})

@@ -35,6 +35,11 @@ struct cb_context {
      * metric for the batch and, where it has one, an overhead measured the same way
      * that the analysis may subtract (recorded per point as subtracted_s). */
     double measured, subtracted;
+    /* A kernel that gives each rank's finish (collectives timed in windows) leaves here, on rank 0, the
+     * batch's exit skew: how far apart its ranks finished (NaN, set before each batch: none). The harness
+     * keeps one per sample in exit_skews (rank 0, room for every sample of a size). */
+    double exit_skew;
+    double *exit_skews;
     char info[1024];       /* a JSON object a kernel may fill in setup: recorded as kernel_info */
 };
 
@@ -92,6 +97,7 @@ struct cb_point {
     int settled;
     double rse, mean, subtracted;
     long errors;       /* integrity errors over every rank */
+    const double *exit_skews;   /* one per sample, or NULL: the kernel gave none */
 };
 
 /* measure.c: the default timing, to a precision target */

@@ -100,10 +100,11 @@ static int run_kernel(struct cb_context *ctx, int argc, char **argv)
     /* Set-up may be collective (windows, files): no rank starts it unless every rank has its buffers. */
     int failed = cb_allocate(&ctx->send, buffer_bytes, o.align) || cb_allocate(&ctx->recv, buffer_bytes, o.align);
     if (failed) fprintf(stderr, "commbench-kernels: rank %d cannot allocate 2 x %zu bytes\n", ctx->rank, buffer_bytes);
-    if (!failed && ctx->rank == 0 && !(samples = malloc(room * sizeof *samples))) {
+    if (!failed && ctx->rank == 0 && !(samples = malloc(2 * room * sizeof *samples))) {
         fprintf(stderr, "commbench-kernels: cannot allocate room for %zu samples of one size\n", room);
         failed = 1;
     }
+    ctx->exit_skews = samples ? samples + room : NULL;   /* beside the samples: one per sample */
     int any_failed = 0;
     MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_LOR, ctx->comm);
     if (any_failed) { status = 3; goto done; }

@@ -56,6 +56,7 @@ double cb_run_batch(const struct cb_kernel *kernel, struct cb_context *ctx, size
 {
     /* Only rank 0 reads the clock, as OSU's loops do: the others' timer calls would sit in its round trips. */
     double t0 = ctx->rank == 0 ? cb_now(timer) : 0;
+    ctx->exit_skew = NAN;
     double per_iteration = kernel->run(ctx, size, iterations);
     double elapsed = ctx->rank == 0 ? cb_now(timer) - t0 : 0;
     if (units) *units = per_iteration;
@@ -143,6 +144,7 @@ void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel,
         if (ctx->rank == 0) {
             samples[running.n] = units > 0 ? elapsed / ((double)iterations * units) : ctx->measured;
             subtracted += units > 0 ? 0 : ctx->subtracted;
+            ctx->exit_skews[running.n] = ctx->exit_skew;
             cb_running_add(&running, samples[running.n]);
             double spent = cb_now(o->timer) - started;
             more = o->iterations ? running.n < planned && spent < o->max_point_time_s
@@ -158,8 +160,10 @@ void cb_finish_point(struct cb_context *ctx, const struct cb_stopping_rule *rule
 {
     long errors = 0;
     MPI_Reduce(&ctx->errors, &errors, 1, MPI_LONG, MPI_SUM, 0, ctx->comm);
+    int skews = 0;   /* a kernel gives an exit skew for every sample of a size or for none */
+    for (int i = 0; ctx->rank == 0 && i < running->n; i++) skews |= isfinite(ctx->exit_skews[i]);
     *point = (struct cb_point){.size = size, .iterations = iterations, .n = running->n, .samples = samples,
                                .settled = cb_running_settled(running, rule), .rse = cb_running_rse(running),
                                .mean = running->mean, .subtracted = running->n ? subtracted / running->n : 0,
-                               .errors = errors};
+                               .errors = errors, .exit_skews = skews ? ctx->exit_skews : NULL};
 }

@@ -45,6 +45,7 @@ void cb_measure_size_osu(const struct cb_options *o, const struct cb_kernel *ker
         if (ctx->rank == 0) {
             samples[i] = units > 0 ? elapsed / units : ctx->measured;
             subtracted += units > 0 ? 0 : ctx->subtracted;
+            ctx->exit_skews[i] = ctx->exit_skew;
             cb_running_add(&running, samples[i]);
         }
     }

@@ -122,6 +122,10 @@ void cb_write_point_record(FILE *out, const struct cb_point *p, int integrity)
     if (p->subtracted > 0) fprintf(out, ",\"subtracted_s\":%.6g", p->subtracted);
     fputs(",\"samples\":[", out);
     for (int i = 0; i < p->n; i++) fprintf(out, "%s%.9g", i ? "," : "", p->samples[i]);
+    if (p->exit_skews) {
+        fputs("],\"exit_skew_s\":[", out);
+        for (int i = 0; i < p->n; i++) fprintf(out, "%s%.9g", i ? "," : "", p->exit_skews[i]);
+    }
     fputs("]}\n", out);
     fflush(out);
 }

@@ -194,8 +194,9 @@ def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecor
         for _, point in points:
             sink.add(cell + (point.size,), point.samples)
         records = np.array([(order, p.settled, p.rse, p.iters_per_sample,
-                             np.nan if p.errors is None else p.errors, p.subtracted_s) for order, p in points],
-                           dtype=float).reshape(-1, 6)
+                             np.nan if p.errors is None else p.errors, p.subtracted_s,
+                             np.nan if p.exit_skew_s is None else np.median(p.exit_skew_s)) for order, p in points],
+                           dtype=float).reshape(-1, 7)
         batches.append((cell, np.array([p.size for _, p in points], dtype=np.int64), records,
                         point_statistics([p.samples for _, p in points])))
     return batches
@@ -211,6 +212,7 @@ class _PointRecords:
     errors: np.ndarray
     position: np.ndarray
     subtracted: np.ndarray
+    exit_skew: np.ndarray
     stats: PointStatistics
 
 
@@ -225,16 +227,17 @@ def _point_records(batches: list, axes: _Axes) -> tuple[list[int], _PointRecords
     errors = np.full(point_shape, np.nan)
     position = np.full(point_shape, -1, dtype=np.int64)
     subtracted = np.full(point_shape, np.nan)
+    exit_skew = np.full(point_shape, np.nan)
     stats = PointStatistics(point_shape)
     for cell, point_sizes, records, computed in batches:
         n = len(point_sizes)
         at = (np.full(n, cell[0]), np.full(n, cell[1]), np.full(n, cell[2]),
               np.array([si[int(size)] for size in point_sizes], dtype=np.int64), np.full(n, cell[3]))
         position[at], settled[at], rse[at] = records[:, 0], records[:, 1].astype(bool), records[:, 2]
-        iters[at], errors[at], subtracted[at] = records[:, 3], records[:, 4], records[:, 5]
+        iters[at], errors[at], subtracted[at], exit_skew[at] = records[:, 3], records[:, 4], records[:, 5], records[:, 6]
         stats.put_computed(np.stack(at, axis=1), computed)
     return sizes, _PointRecords(settled=settled, rse=rse, iters=iters, errors=errors, position=position,
-                                subtracted=subtracted, stats=stats)
+                                subtracted=subtracted, exit_skew=exit_skew, stats=stats)
 
 
 def _mark_refused(refused: list[RawFileError], axes: _Axes, runs: _RunRecords) -> None:
@@ -330,6 +333,10 @@ def _data_variables(sink, points: _PointRecords, runs: _RunRecords) -> dict:
                          {"units": "s", "long_name": "what the kernel timed beside every sample, to be "
                                                      "subtracted (samples are raw: corrected = time - "
                                                      "subtracted_s); NaN: none"}),
+        "exit_skew_s": (POINT_DIMS, points.exit_skew,
+                        {"units": "s", "long_name": "collectives timed in windows: how far apart the ranks "
+                                                    "finished (last finish less first), the median over the "
+                                                    "samples, each the median over its windows; NaN: not timed so"}),
         "position": (POINT_DIMS, points.position,
                      {"long_name": "when the size was measured in its launch "
                                    "(0: first; -1: not measured); sizes are shuffled per launch"}),

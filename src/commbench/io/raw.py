@@ -49,6 +49,7 @@ class Point:
     rse: float
     errors: int | None
     subtracted_s: float = math.nan   # what the kernel timed beside its (raw) samples, to be subtracted
+    exit_skew_s: np.ndarray | None = None   # per sample, how far apart the ranks finished (window timing)
 
 
 @dataclass
@@ -157,10 +158,27 @@ def _point(record: dict, path, number: int) -> Point:
     subtracted = record.get("subtracted_s")
     if subtracted is not None and _finite(subtracted) is None:
         raise RawFileError(path, number, f"subtracted_s must be a finite number or null, got {subtracted!r}")
+    skews = record.get("exit_skew_s")
+    if skews is not None:
+        skews = _exit_skews(skews, len(times))
+        if skews is None:
+            raise RawFileError(path, number, f"exit_skew_s at size {size} must be a list of {len(times)} finite "
+                                             "non-negative numbers of seconds, one per sample")
     return Point(size=size, samples=times, iters_per_sample=iters, settled=settled,
                  # The kernel writes -1 where the error is undefined (a single sample).
                  rse=math.nan if rse is None or rse < 0 else float(rse), errors=errors,
-                 subtracted_s=math.nan if subtracted is None else float(subtracted))
+                 subtracted_s=math.nan if subtracted is None else float(subtracted), exit_skew_s=skews)
+
+
+def _exit_skews(skews, samples: int) -> np.ndarray | None:
+    """A point's exit skews as float64 seconds, or None unless one finite non-negative number per sample."""
+    if not isinstance(skews, list) or len(skews) != samples or not set(map(type, skews)) <= {float, int}:
+        return None
+    try:
+        values = np.asarray(skews, dtype=np.float64)
+    except OverflowError:
+        return None
+    return values if np.isfinite(values).all() and (values >= 0).all() else None
 
 
 def _sample_times(samples: list) -> np.ndarray | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from commbench.report.methods.facts import NOT_RECORDED, _Facts
 
 
@@ -25,4 +27,16 @@ def clock_sync_words(facts: _Facts, kernel: str) -> str:
             f"{fits[0]['pings']} ping-pongs in {len(fits)} launch(es): offsets up to "
             f"{largest['offset_s'] * 1e6:.3g} us (stated error at most {largest['offset_error_s'] * 1e6:.2g} us), "
             f"drifts up to {largest['drift']:.2g} (error at most {largest['drift_error']:.2g}); windows some rank "
-            f"entered late are left out")
+            f"entered late are left out{_exit_skew_words(facts, kernel)}")
+
+
+def _exit_skew_words(facts: _Facts, kernel: str) -> str:
+    """How far apart the ranks left their windows, over the points the launches recorded it for."""
+    if "exit_skew_s" not in facts.ds:
+        return ""
+    skews = facts.ds["exit_skew_s"].where(facts.measured).sel(kernel=kernel).values
+    skews = skews[np.isfinite(skews)]
+    if not skews.size:
+        return ""
+    return (f"; the ranks left a window {np.median(skews) * 1e6:.3g} us apart (exit skew, the last finish less "
+            f"the first; median over {skews.size} point{'s' if skews.size > 1 else ''}, {skews.min() * 1e6:.3g} to {skews.max() * 1e6:.3g} us)")
