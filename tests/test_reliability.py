@@ -505,7 +505,9 @@ def test_a_workflow_killed_with_sigkill_takes_its_launch_along_and_the_rerun_red
 @pytest.mark.mpi
 def test_a_launch_whose_previous_run_is_alive_waits_for_it(workspace, built):
     """A launch never runs twice at once: while a previous run of it holds its lock (a workflow killed a
-    moment ago, still ending it), the rerun's job says so and starts the launch only once it is free."""
+    moment ago, still ending it), the rerun's job says so and starts the launch only once it is free.
+    The lock is held until the rerun says it waits: a fixed time fell short once Snakemake took 10 s
+    to start its job on a loaded machine."""
     from commbench.launch import locks
 
     name = "waiting"
@@ -516,16 +518,23 @@ def test_a_launch_whose_previous_run_is_alive_waits_for_it(workspace, built):
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\nfrom commbench.launch import locks\n"
          "with locks.held(sys.argv[1], 'launch of a killed workflow (pid 4242)', remove=True):\n"
-         "    print('held', flush=True); time.sleep(6)\nprint(time.time(), flush=True)", str(lock)],
-        stdout=subprocess.PIPE, text=True)
+         "    print('held', flush=True); sys.stdin.readline()\nprint(time.time(), flush=True)", str(lock)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
-    run = snakemake(workspace, _raw(name, 0), "--configfile", str(campaign))
-    released = float(holder.communicate(timeout=30)[0])
+    waiting = "its previous run, launch of a killed workflow (pid 4242), has not ended yet; waiting for it to end"
+    console = workspace / f"{name}-console.log"
+    with open(console, "w") as out:
+        rerun = subprocess.Popen(workflow_command(workspace, _raw(name, 0), "--configfile", str(campaign)),
+                                 stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + 120
+        while waiting not in console.read_text() and rerun.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        released = float(holder.communicate("release\n", timeout=30)[0])
+        assert rerun.wait(timeout=300) == 0, console.read_text()[-4000:]
     record = read_raw(workspace / _raw(name, 0)).launch
     started = datetime.fromisoformat(record["started"]).timestamp()   # whole seconds, rounded down
-    seen = f"released at {released:.1f}, launch started at {record['started']}\n{run.stdout[-2000:]}"
-    assert "its previous run, launch of a killed workflow (pid 4242), has not ended yet; waiting for it to end" \
-        in run.stdout, seen
+    seen = f"released at {released:.1f}, launch started at {record['started']}\n{console.read_text()[-2000:]}"
+    assert waiting in console.read_text(), seen
     assert record["status"] == "ok" and started > released - 1, seen
     assert not lock.exists()
 
