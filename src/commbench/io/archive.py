@@ -15,6 +15,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from commbench.io.netcdf_lock import netcdf_lock
+
 HISTORY = "history"          # results/<campaign>/history/<created>/: the datasets later collections replaced
 UNREADABLE = "-unreadable"   # suffix of a history folder holding a file that was not a commbench dataset
 
@@ -97,7 +99,7 @@ def _creation_time(path: Path) -> tuple[str | None, str | None]:
     import netCDF4
 
     try:
-        with netCDF4.Dataset(path) as nc:
+        with netcdf_lock(), netCDF4.Dataset(path) as nc:
             attrs = {name: nc.getncattr(name) for name in nc.ncattrs()}
     except (OSError, RuntimeError, ValueError) as error:
         return None, f"cannot be read as netCDF: {error}"

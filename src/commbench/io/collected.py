@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import os
 
+from commbench.io.netcdf_lock import netcdf_lock
+
 FINGERPRINT = "raw_files_fingerprint"   # sha256 of (path, size, mtime) of each raw file
 COUNT = "raw_files_count"
 BECAUSE = "collected_because"           # why the dataset before this one was out of date ("" when it was not)
@@ -65,7 +67,7 @@ def _recorded(dataset) -> dict | None:
     import netCDF4
 
     try:
-        with netCDF4.Dataset(dataset) as nc:
+        with netcdf_lock(), netCDF4.Dataset(dataset) as nc:
             recorded = {name: nc.getncattr(name) for name in (FINGERPRINT, COUNT, BECAUSE) if name in nc.ncattrs()}
     except (OSError, RuntimeError, ValueError):
         return None

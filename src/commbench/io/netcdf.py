@@ -10,6 +10,7 @@ import xarray as xr
 from commbench.io import conventions
 from commbench.io.archive import archive_previous
 from commbench.io.atomic import replacing
+from commbench.io.netcdf_lock import netcdf_lock
 
 SAMPLES_CHUNK = 1 << 22   # samples copied into the file at a time (32 MiB)
 
@@ -47,10 +48,19 @@ def _write_netcdf(ds: xr.Dataset, tmp: Path, path: Path) -> None:
     rest.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
     time = ds["time"]
     count = time.sizes["sample"]
-    with netCDF4.Dataset(tmp, "a") as nc:
-        nc.createDimension("sample", count or None)
-        variable = nc.createVariable("time", "f8", ("sample",), zlib=True, complevel=1, shuffle=True,
-                                     chunksizes=(min(max(count, 1), 1 << 20),))
-        variable.setncatts(time.attrs)
+    lock = netcdf_lock()   # around each of our calls, not around reading the samples (xarray takes it)
+    with lock:
+        nc = netCDF4.Dataset(tmp, "a")
+    try:
+        with lock:
+            nc.createDimension("sample", count or None)
+            variable = nc.createVariable("time", "f8", ("sample",), zlib=True, complevel=1, shuffle=True,
+                                         chunksizes=(min(max(count, 1), 1 << 20),))
+            variable.setncatts(time.attrs)
         for start in range(0, count, SAMPLES_CHUNK):
-            variable[start:start + SAMPLES_CHUNK] = _chunk(time.data, start, min(SAMPLES_CHUNK, count - start))
+            chunk = _chunk(time.data, start, min(SAMPLES_CHUNK, count - start))
+            with lock:
+                variable[start:start + SAMPLES_CHUNK] = chunk
+    finally:
+        with lock:
+            nc.close()
