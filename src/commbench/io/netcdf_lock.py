@@ -1,10 +1,10 @@
 """One lock around the netCDF-C library for every thread of a process: xarray's own.
 
 netCDF-C and the HDF5 under it are not thread-safe, and netCDF4-python lets other threads run while
-it opens, reads, writes or closes a file. xarray holds this lock around each of its netCDF calls; a
-file it opened may also be closed by the garbage collector in whichever thread runs it (a Jupyter
-kernel's, a test worker's). commbench's own netCDF4 calls hold the same lock, so that none of them
-overlaps one of xarray's.
+it opens, reads, writes or closes a file. xarray holds this lock while it opens a file, reads an array
+and closes it (not while it reads a file's metadata); a file it opened may also be closed by the
+garbage collector in whichever thread runs it (a Jupyter kernel's, a test worker's). commbench's own
+netCDF4 calls hold the same lock, so that none of them overlaps those of xarray's.
 """
 
 from __future__ import annotations
