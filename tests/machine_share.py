@@ -31,10 +31,10 @@ Without xdist (`pytest -p no:xdist`, `-n 0`) none of this applies: every test ru
 
 import fcntl
 import json
-from collections import Counter
 import os
 import shutil
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
