@@ -6,7 +6,7 @@ that xarray opened closes its netCDF file there. netCDF-C and HDF5 are not threa
 lets other threads run inside their calls, and xarray reads a file's metadata without its lock: a close
 in execnet's thread can overlap a test's open. (Measured: two threads opening netCDF files through
 xarray crash this environment within seconds; one clean run failed to open an intact dataset with
-"NetCDF: HDF error", which one process alone has never done.) So workers collect only here, after each
+"NetCDF: HDF error", never seen with the tests in one process.) So workers collect only here, after each
 test: the youngest generation each time (microseconds), everything every FULL_EVERY tests (0.1 s).
 """
 
