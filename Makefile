@@ -72,8 +72,10 @@ versions: $(READY) system
 scale: $(READY)
 	$(BIN)/python benchmarks/scale.py --dir results/scale-benchmark; status=$$?; rm -rf results/scale-benchmark; exit $$status
 
+# Jupyter refuses to run as root unless told: root is who runs it on a container or a test machine, as
+# the launcher already lets Open MPI run as root there.
 lab: $(READY)
-	$(BIN)/jupyter lab notebooks
+	$(BIN)/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Re-pin the analysis environment from what is installed in $(VENV).
 lock: $(READY)
