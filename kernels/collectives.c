@@ -265,7 +265,7 @@ static double window_latency(struct cb_context *ctx, enum coll_op op, size_t siz
     }
     double *finish = malloc((size_t)iterations * sizeof(double));
     double *last = malloc((size_t)iterations * sizeof(double));
-    double *first = malloc((size_t)iterations * sizeof(double));
+    double *first = malloc((size_t)iterations * sizeof(double));   /* then, like `last`, the valid windows' skews */
     double latency = 0;
     for (int attempt = 0;; attempt++) {
         double start = 0;

@@ -55,8 +55,8 @@ double cb_run_batch(const struct cb_kernel *kernel, struct cb_context *ctx, size
                     enum cb_timer timer, double *units)
 {
     /* Only rank 0 reads the clock, as OSU's loops do: the others' timer calls would sit in its round trips. */
+    ctx->exit_skew = NAN;   /* before the clock starts: nothing but the kernel is timed */
     double t0 = ctx->rank == 0 ? cb_now(timer) : 0;
-    ctx->exit_skew = NAN;
     double per_iteration = kernel->run(ctx, size, iterations);
     double elapsed = ctx->rank == 0 ? cb_now(timer) - t0 : 0;
     if (units) *units = per_iteration;

@@ -172,25 +172,26 @@ def _point(record: dict, path, number: int) -> Point:
 
 def _exit_skews(skews, samples: int) -> np.ndarray | None:
     """A point's exit skews as float64 seconds, or None unless one finite non-negative number per sample."""
-    if not isinstance(skews, list) or len(skews) != samples or not set(map(type, skews)) <= {float, int}:
-        return None
-    try:
-        values = np.asarray(skews, dtype=np.float64)
-    except OverflowError:
-        return None
-    return values if np.isfinite(values).all() and (values >= 0).all() else None
+    values = _finite_numbers(skews) if isinstance(skews, list) and len(skews) == samples else None
+    return values if values is not None and (values >= 0).all() else None
 
 
 def _sample_times(samples: list) -> np.ndarray | None:
-    """The samples as float64 seconds, or None when any is not a finite positive JSON number.
-    Vectorised: a campaign holds hundreds of millions of samples."""
-    if not set(map(type, samples)) <= {float, int}:      # bools, strings, null, lists...
+    """The samples as float64 seconds, or None when any is not a finite positive JSON number."""
+    times = _finite_numbers(samples)
+    return times if times is not None and (times > 0).all() else None
+
+
+def _finite_numbers(values: list) -> np.ndarray | None:
+    """A list of JSON numbers as float64, or None when any is not a finite number. Vectorised: a campaign
+    holds hundreds of millions of samples."""
+    if not set(map(type, values)) <= {float, int}:       # bools, strings, null, lists...
         return None
     try:
-        times = np.asarray(samples, dtype=np.float64)
+        numbers = np.asarray(values, dtype=np.float64)
     except OverflowError:                                # an integer too large for a double
         return None
-    return times if np.isfinite(times).all() and (times > 0).all() else None
+    return numbers if np.isfinite(numbers).all() else None
 
 
 def _reject_constant(name: str):

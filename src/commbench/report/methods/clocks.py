@@ -38,5 +38,6 @@ def _exit_skew_words(facts: _Facts, kernel: str) -> str:
     skews = skews[np.isfinite(skews)]
     if not skews.size:
         return ""
+    points = f"{skews.size} point{'s' if skews.size > 1 else ''}"
     return (f"; the ranks left a window {np.median(skews) * 1e6:.3g} us apart (exit skew, the last finish less "
-            f"the first; median over {skews.size} point{'s' if skews.size > 1 else ''}, {skews.min() * 1e6:.3g} to {skews.max() * 1e6:.3g} us)")
+            f"the first; median over {points}, {skews.min() * 1e6:.3g} to {skews.max() * 1e6:.3g} us)")
