@@ -1,10 +1,17 @@
-/* How much of a non-blocking exchange is hidden behind computation (OSU's overlap, NetPIPE's question of
- * the CPU left free): ranks 0 and 1 post MPI_Irecv+MPI_Isend, compute, then MPI_Waitall. The computation
- * is calibrated to take as long as the exchange alone (measured for each size at its first batch), and
- * timed alone the same way: that is subtracted_s, so the recorded time (raw less subtracted_s) is the
- * communication the computation did not hide, and overlap = 1 - time / subtracted_s. A library that moves
- * data only inside MPI calls hides little; one with a progress thread (or offload) hides more. */
-#include <stdlib.h>
+/* Computation beside a non-blocking exchange: ranks 0 and 1 post MPI_Irecv+MPI_Isend, compute, then
+ * MPI_Waitall. The computation is calibrated to take as long as the exchange alone (measured for each
+ * size at its first batch). Two questions, one kernel each:
+ *
+ * - overlap.isend, how much of the exchange the computation hides (OSU's overlap): the computation is
+ *   timed alone the same way, that is subtracted_s, so raw less subtracted_s is the communication the
+ *   computation did not hide, and overlap = 1 - (time - subtracted_s) / subtracted_s. A library that moves
+ *   data only inside MPI calls hides little; one with a progress thread (or offload) hides more.
+ * - availability.isend, how much of the CPU the computation keeps while the exchange is in flight
+ *   (NetPIPE's question): the computation runs in slices with MPI_Testall between them (an application
+ *   polling), and its time is compared with the same computation timed before MPI started, when no
+ *   library thread ran: availability = subtracted_s / time. Polling costs the CPU the work of the calls
+ *   that move the data; a progress thread moves it without them, on a CPU the computation may need. */
+#include <stdio.h>
 
 #include "patterns.h"
 
@@ -15,16 +22,9 @@ struct overlap {
 };
 
 static struct overlap overlap;
-static volatile double sink;
 
-/* One unit of computation: a dependent chain of multiply-adds the compiler cannot drop. */
-__attribute__((noinline)) static void compute(long units)
-{
-    double x = sink;
-    for (long u = 0; u < units; u++)
-        for (int k = 0; k < 64; k++) x = x * 0.999999 + 1e-9;
-    sink = x;
-}
+/* The computation polls this many times while the exchange is in flight (availability.isend). */
+#define SLICES 16
 
 static double now(const struct cb_context *ctx) { return cb_now(ctx->timer); }
 
@@ -32,15 +32,19 @@ const char *overlap_setup(struct cb_context *ctx, size_t max_size)
 {
     (void)max_size;
     if (ctx->integrity) return "overlap has no integrity mode";
-    long units = 1000;
-    double t0 = now(ctx);
-    compute(units);
-    while (now(ctx) - t0 < 0.01) {   /* long enough to time: 10 ms at least */
-        units *= 2;
-        t0 = now(ctx);
-        compute(units);
-    }
-    overlap = (struct overlap){.size = (size_t)-1, .units = 0, .unit_s = (now(ctx) - t0) / (double)units};
+    overlap = (struct overlap){.size = (size_t)-1, .units = 0, .unit_s = cb_compute_unit_s(ctx->timer)};
+    return NULL;
+}
+
+const char *availability_setup(struct cb_context *ctx, size_t max_size)
+{
+    if (!(cb_compute_unit_s_before_mpi > 0))
+        return "availability needs its computation timed before MPI starts: run it with commbench-kernels";
+    const char *refused = overlap_setup(ctx, max_size);
+    if (refused) return refused;
+    /* Rank 0's rates, to say in Methods what MPI being up (a progress thread's standing cost) took alone. */
+    snprintf(ctx->info, sizeof ctx->info, "{\"compute_unit_s_before_mpi\":%.6g,\"compute_unit_s_with_mpi\":%.6g}",
+             cb_compute_unit_s_before_mpi, overlap.unit_s);
     return NULL;
 }
 
@@ -78,13 +82,36 @@ double overlap_isend(struct cb_context *ctx, size_t size, long iterations)
     double t0 = now(ctx);
     for (long i = 0; i < iterations; i++) {
         post(ctx, size, i, requests);
-        compute(overlap.units);
+        cb_compute(overlap.units);
         MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
     }
     double raw = (now(ctx) - t0) / (double)iterations;
     t0 = now(ctx);
-    for (long i = 0; i < iterations; i++) compute(overlap.units);
+    for (long i = 0; i < iterations; i++) cb_compute(overlap.units);
     ctx->subtracted = (now(ctx) - t0) / (double)iterations;
     ctx->measured = raw;
+    return 0;
+}
+
+double availability_isend(struct cb_context *ctx, size_t size, long iterations)
+{
+    if (ctx->rank > 1) return 1;
+    if (overlap.size != size) calibrate(ctx, size);
+    long slice = overlap.units / SLICES > 0 ? overlap.units / SLICES : 1;
+    MPI_Request requests[2];
+    double computing = 0;
+    for (long i = 0; i < iterations; i++) {
+        post(ctx, size, i, requests);
+        int done = 0;
+        double t0 = now(ctx);
+        for (int s = 0; s < SLICES; s++) {
+            cb_compute(slice);
+            if (!done) MPI_Testall(2, requests, &done, MPI_STATUSES_IGNORE);
+        }
+        computing += now(ctx) - t0;
+        if (!done) MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+    }
+    ctx->measured = computing / (double)iterations;
+    ctx->subtracted = (double)(SLICES * slice) * cb_compute_unit_s_before_mpi;
     return 0;
 }

@@ -17,7 +17,7 @@ from commbench.launch.catalogue import catalogue, launch_needs, tool
 from conftest import LIBRARIES, REPO, campaign_error, snakemake
 
 TAGS = {"variant", "throughput", "reference", "synchronous", "table", "peak", "one-sided", "multipair", "pattern", "halo",
-        "baseline", "collective", "fan-out", "fan-in", "io", "threads", "overlap"}
+        "baseline", "collective", "fan-out", "fan-in", "io", "threads", "overlap", "availability"}
 
 
 def test_every_kernel_is_described_once_with_what_python_needs():

@@ -56,6 +56,9 @@ struct cb_kernel {
     /* Its MPI calls come from several threads at once: commbench-kernels asks MPI_Init_thread for
      * MPI_THREAD_MULTIPLE for it alone (the others keep MPI_Init's level, which costs no locks). */
     int thread_multiple;
+    /* It computes between its calls and compares that computation with the same one before MPI started:
+     * commbench-kernels times cb_compute before MPI_Init for it alone (70 ms at least). */
+    int computes;
     /* Its code, in kernels/<family>.c; NULL where the family was not built (the catalogue tool, or a
      * library whose mpi.h is older than mpi_major.mpi_minor or that the family did not compile with). */
     cb_run_fn *run;

@@ -85,6 +85,14 @@ static inline void cb_check(struct cb_context *ctx, const unsigned char *msg, si
 }
 
 double cb_now(enum cb_timer timer);
+
+/* compute.c: computation for kernels that compute between their calls (the catalogue's `computes`). */
+void cb_compute(long units);
+/* Seconds per unit of cb_compute, the median of five runs of 10 ms at least. */
+double cb_compute_unit_s(enum cb_timer timer);
+/* The same, timed by commbench-kernels before MPI started (no library thread running yet) for a kernel
+ * that computes; NaN where MPI was up first (libcommbench-kernels.so under mpi4py). */
+extern double cb_compute_unit_s_before_mpi;
 void cb_spin(enum cb_timer timer, double seconds);
 const char *cb_timer_name(enum cb_timer timer);
 

@@ -28,6 +28,7 @@ int main(int argc, char **argv)
         return 0;
     }
     const struct cb_kernel *kernel = o.kernel ? cb_find_kernel(o.kernel) : NULL;
+    if (kernel && kernel->computes) cb_compute_unit_s_before_mpi = cb_compute_unit_s(CB_TIMER_CLOCK_MONOTONIC);
     if (kernel && kernel->thread_multiple) {
         int provided;   /* the kernel's set-up refuses a level below what it needs, with the level it got */
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);

@@ -18,7 +18,7 @@ from commbench.campaign import kernel_of
 from commbench.data.kernels import catalogue_kernels_tagged, kernel_tags
 from commbench.report.analysis_table import ReportData, _rows_of
 from commbench.report.elements import Figure, Skipped
-from commbench.report.overlap_figure import overlap_against_size
+from commbench.report.overlap_figure import availability_against_size, overlap_against_size
 from commbench.report.plotting import (MAX_CURVES, _curves, _line_and_points, _size_options, _small_multiples,
                                        _time_and_bandwidth)
 
@@ -305,7 +305,8 @@ def findings_figure(data: ReportData, library: str, placement: str, kernel: str)
 # every reader needs: libraries, placements, small messages) and one page per kernel family.
 PAGES = (("", (library_comparison, placement_comparison, small_messages)),
          ("point-to-point", (send_against_ssend, one_sided_against_two_sided, throughput_modes,
-                             point_to_point_variants, multipair_against_ppn, overlap_against_size)),
+                             point_to_point_variants, multipair_against_ppn, overlap_against_size,
+                             availability_against_size)),
          ("patterns", (patterns,)),
          ("collectives", (collectives_against_ranks, collective_bounds)),
          ("io", (io_against_tasks, io_strategies)))

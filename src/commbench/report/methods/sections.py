@@ -17,6 +17,7 @@ from commbench.data.kernels import kernel_options, recorded_bytes_factor, window
 from commbench.data.origins import imported_libraries
 from commbench.io.conventions import timestamps
 from commbench.report.methods.clocks import clock_sync_words
+from commbench.report.methods.computation import standing_cost_words
 from commbench.report.methods.facts import (NOT_RECORDED, _count, _duration, _Facts, _grouped, _over_launches,
                                             _span)
 from commbench.report.methods.imported import imported_paragraphs
@@ -133,8 +134,11 @@ def _timer(facts: _Facts) -> Section:
         corrected = int(np.isfinite(facts.ds["subtracted_s"].where(facts.measured)).sum())
         if corrected:
             paragraphs.append(f"{corrected} points come from kernels that also time, beside every sample, what "
-                              "is to be subtracted from it (an empty call; for overlap, the computation alone): "
+                              "is to be subtracted from it (an empty call; for overlap, the computation alone) "
+                              "or compared with it (for availability, the computation before MPI started): "
                               "the samples are raw, the amount is kept in `subtracted_s`.")
+    if words := standing_cost_words(facts):
+        paragraphs.append(words)
     return Section("Timer", paragraphs)
 
 

@@ -1,0 +1,46 @@
+/* Computation for kernels that compute between their MPI calls (overlap, availability): a dependent
+ * chain of multiply-adds the compiler cannot drop, and its rate. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "harness.h"
+
+double cb_compute_unit_s_before_mpi = NAN;
+
+static volatile double sink;
+
+__attribute__((noinline)) void cb_compute(long units)
+{
+    double x = sink;
+    for (long u = 0; u < units; u++)
+        for (int k = 0; k < 64; k++) x = x * 0.999999 + 1e-9;
+    sink = x;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Seconds per unit: units doubled until one run takes 10 ms, then the median of five such runs (the
+ * median, not the fastest: the rate a computation gets over time, interruptions included). */
+double cb_compute_unit_s(enum cb_timer timer)
+{
+    long units = 1000;
+    double t0 = cb_now(timer);
+    cb_compute(units);
+    while (cb_now(timer) - t0 < 0.01) {
+        units *= 2;
+        t0 = cb_now(timer);
+        cb_compute(units);
+    }
+    double runs[5];
+    for (int i = 0; i < 5; i++) {
+        t0 = cb_now(timer);
+        cb_compute(units);
+        runs[i] = (cb_now(timer) - t0) / (double)units;
+    }
+    qsort(runs, 5, sizeof runs[0], by_value);
+    return runs[2];
+}
