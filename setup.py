@@ -19,6 +19,7 @@ SHARED = {
     "notebooks": ["*.ipynb"],
     "kernels": ["Makefile", "*.c", "*.h", "*.def"],
     "kernels/harness": ["*.c", "*.h"],
+    "kernels/emulation": ["*.c"],
     "workflow/schemas": ["*.yaml"],
     "envs": ["analysis.txt"],
     "envs/mpi": ["*.yaml"],

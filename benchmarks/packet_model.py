@@ -6,7 +6,9 @@ against size steps up wherever a message needs one packet more: every MTU - 52 b
 (the period), by the packet's headers on the wire, 66 bytes, over the rate (the step height).
 commbench's packet-boundary detector (commbench.analysis.anomalies) finds the period and the step;
 the table gives true against found, and the exit status is 1 unless both are within 10% everywhere.
-The libraries' environments and kernel builds are the workspace's (default: this checkout's build/).
+Beside them, the time per byte the curve rises (a line through every size) against the packet model's,
+the rate with each packet's headers: what serialising at the rate gives whether or not the steps are
+resolved. The libraries' environments and kernel builds are the workspace's (default: this checkout's build/).
 Run: .venv/bin/python benchmarks/packet_model.py [--workspace DIR]
 """
 
@@ -17,6 +19,8 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 from commbench.analysis.anomalies import detect
 from commbench.data.samples import launches_cube
@@ -59,8 +63,8 @@ def main() -> int:
     parser.add_argument("--workspace", type=Path, default=REPO, help="where build/ holds the environments and kernels")
     parser.add_argument("--launches", type=int, default=2)
     options = parser.parse_args()
-    print(f"Packet model over two virtual nodes, links shaped by {netem.shaper()}: payload period (B) and step "
-          f"height (us), true -> found (error); pass within {TOLERANCE:.0%}")
+    print(f"Packet model over two virtual nodes, links shaped by {netem.shaper('namespaces')}: payload period (B), "
+          f"step height (us) and time per byte (ns), true -> found (error); pass within {TOLERANCE:.0%}")
     failures = 0
     with tempfile.TemporaryDirectory(prefix="commbench-packet-model-") as scratch:
         for mtu in MTUS:
@@ -75,10 +79,13 @@ def main() -> int:
                                     Path(scratch))
                     found = detect(sizes, times)
                     steps = found[found["kind"] == "packet_steps"]
+                    per_byte = (mtu + 14) / payload * 8 / netem.rate_bits_per_s(rate)
+                    slope = np.polyfit(sizes, np.nanmedian(np.asarray(times).reshape(len(sizes), -1), axis=1), 1)[0]
+                    rise = f"; per byte {per_byte * 1e9:.2f} -> {slope * 1e9:.2f} ({slope / per_byte - 1:+.1%})"
                     if steps.empty:
                         failures += 1
                         print(f"  MTU {mtu:5d} {rate:>7s} {library:15s}: period {payload} -> none found; "
-                              f"step {height * 1e6:.2f} -> none  FAIL")
+                              f"step {height * 1e6:.2f} -> none{rise}  FAIL")
                         continue
                     period, magnitude = float(steps.iloc[0]["period"]), float(steps.iloc[0]["magnitude"])
                     errors = (period / payload - 1, magnitude / height - 1)

@@ -2,14 +2,17 @@
 that TCP between ranks on one host crosses a real packet network with known rate and packet size,
 and what such a link delivers.
 
-The links are the veth pairs of virtual nodes (commbench.launch.vnodes), or, for the loopback
-emulation, the loopback of a private network namespace that all ranks share.
+The links are those of virtual nodes (commbench.launch.vnodes), or, for the loopback emulation, the
+loopback of a private network namespace that all ranks share.
 
-Which queueing discipline makes a link (the link's "shaper"):
+What makes a link (the link's "shaper"):
 - netem with `rate`: netem sends each packet at the later of its arrival and the previous packet's
   departure, plus its own length over the rate, so every packet, the first after a pause included,
   waits its own time on the wire, as on a wire; netem also gives the link its `delay` and `loss`.
-- tbf, only where the kernel has no netem (CONFIG_NET_SCH_NETEM unset): a token bucket lets through
+- wire, a virtual node's link where the kernel has no netem (CONFIG_NET_SCH_NETEM unset): a process
+  of its own between the node and the switch (commbench.launch.wire) serialises every frame the same
+  way, each direction on its own as on a full-duplex link, and gives the link its delay and loss.
+- tbf, the loopback emulation's link where the kernel has no netem: a token bucket lets through
   at once whatever its bucket holds. Measured over two virtual nodes at 100 Mbit/s, MTU 1500: with a
   bucket of 1 ms or 10 MTUs a 1 KiB TCP ping-pong after an idle second took 55 us, less than the
   87 us its 1090 wire bytes need; with a bucket of one MTU (the smallest tbf takes) the first packet
@@ -38,7 +41,8 @@ _BUCKET_S = 1e-3
 # netem queues this many packets at most (its default, 1000, is 12 ms at 1 Gbit/s with 1500-byte
 # packets: a window of TCP segments waiting behind a slow link must not be dropped there).
 _NETEM_LIMIT = 10000
-SHAPERS = ("netem", "tbf")
+SHAPERS = ("netem", "wire", "tbf")
+QUEUEING_SHAPERS = ("netem", "tbf")   # the shapers that are a queueing discipline (tc)
 
 
 class LinkError(ValueError):
@@ -104,34 +108,39 @@ def has_netem() -> bool:
     return probe.returncode == 0
 
 
-def shaper() -> str:
-    """The queueing discipline this host's links get: netem where the kernel has it, else tbf."""
-    return "netem" if has_netem() else "tbf"
+def shaper(emulation: str = "namespaces") -> str:
+    """What makes this host's links for an emulation (namespaces: virtual nodes; loopback): netem where
+    the kernel has it, else a virtual node's wire process, else (the loopback) tbf."""
+    if has_netem():
+        return "netem"
+    return "wire" if emulation == "namespaces" else "tbf"
 
 
-def link_arguments(network: dict, shaper_name: str | None = None) -> list[str]:
+def link_arguments(network: dict, shaper_name: str) -> list[str]:
     """What follows `tc qdisc add dev DEV root` for the campaign's `network:` block (rate, mtu, and
-    optionally delay and loss). Delay and loss need netem: without it, LinkError says so."""
-    shaper_name = shaper_name or shaper()
+    optionally delay and loss) with a queueing shaper. Delay and loss need netem: with tbf, LinkError
+    says so."""
     if shaper_name == "netem":
         return netem_arguments(network["rate"], network.get("delay"), network.get("loss"))
     asked = [f"{key}: {network[key]}" for key in ("delay", "loss") if network.get(key)]
     if asked:
         raise LinkError(f"network {', '.join(asked)}: a link's delay and loss need the kernel's netem "
-                        "queueing discipline (sch_netem, CONFIG_NET_SCH_NETEM), which this host lacks")
+                        "queueing discipline (sch_netem, CONFIG_NET_SCH_NETEM), which this host lacks, or "
+                        "virtual nodes (emulate: namespaces), whose links make them without it")
     return tbf_arguments(network["rate"], int(network["mtu"]))
 
 
 def switch_arguments(switch: dict, mtu: int, shaper_name: str | None = None) -> list[str]:
-    """The shared switch's queueing discipline: its rate, as a link's."""
-    return link_arguments({"rate": switch["rate"], "mtu": mtu}, shaper_name)
+    """The shared switch's queueing discipline (all traffic into the bridge passes one device): its rate,
+    by netem where the kernel has it, else tbf."""
+    return link_arguments({"rate": switch["rate"], "mtu": mtu}, shaper_name or shaper("loopback"))
 
 
 def setup_commands(network: dict) -> str:
     """Shell commands, run inside the new namespace, that bring loopback up as the network."""
     mtu = int(network["mtu"])
     return (f"ip link set lo mtu {mtu} up && "
-            f"tc qdisc add dev lo root {shlex.join(link_arguments(network))}")
+            f"tc qdisc add dev lo root {shlex.join(link_arguments(network, shaper('loopback')))}")
 
 
 def namespace_prefix() -> list[str]:

@@ -152,9 +152,10 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
     try:
         meta["emulation"] = emulation_of(placement)
         if placement.emulated and (placement.network or placement.switch):
-            meta["link_shaper"] = netem.shaper()   # netem or tbf: what the links were (commbench.launch.netem)
-            if placement.network:
-                netem.link_arguments(placement.network)   # refuses a delay or loss this host cannot make
+            # netem, wire or tbf: what the links were (commbench.launch.netem)
+            meta["link_shaper"] = netem.shaper(meta["emulation"])
+            if placement.network and meta["link_shaper"] in netem.QUEUEING_SHAPERS:
+                netem.link_arguments(placement.network, meta["link_shaper"])   # refuses what this host cannot make
         if meta["emulation"] == "namespaces":
             cluster = cleanup.enter_context(vnodes.virtual_cluster(placement.nodes, placement.network, placement.switch))
         plan = plan_launch(installation, placement, str(Path(binary).resolve()), kernel_args,

@@ -1,13 +1,14 @@
 """Making and removing clusters of virtual nodes.
 
-Each link (the node's veth pair) may carry a rate, an MTU, and a delay and loss (the campaign's
-`network:` block), made by commbench.launch.netem's shaper: netem, which serialises every packet
-at the rate, where the kernel has it, else a token bucket (tbf). Both directions of a link share
-one shaper (an ifb device in the node that all of eth0's traffic passes), as they share the
-loopback's in the loopback emulation: with a token bucket, a bucket per direction would bank the
-idle reverse leg of a ping-pong and carry each small message at twice the rate. A `switch:` rate
-shapes all traffic that enters the bridge together (every node's uplink passes one ifb device),
-so that pairs of nodes contend for it.
+Each link (the node's veth pair into the bridge) may carry a rate, an MTU, and a delay and loss (the
+campaign's `network:` block), made by commbench.launch.netem's shaper. With netem (where the kernel
+has it), both directions of a link share one netem queue (an ifb device in the node that all of eth0's
+traffic passes). Without it, the node's eth0 is a TAP device held by a wire process
+(commbench.launch.wire) that serialises each direction at the rate; the veth into the bridge is the
+wire's `uplink`, in a namespace of its own (`<node's>-link`) where no stack has an address: in the
+node's, the node's own stack would take what arrives on it for the node's address (Linux's weak host
+model), past the wire. A `switch:` rate shapes all traffic that enters the bridge together (every
+node's uplink passes one ifb device), so that pairs of nodes contend for it.
 
 The run directory's `owner` file says which process made a cluster. `virtual_cluster()`
 removes everything however its block ends (exception, SIGTERM, SIGHUP); a cluster whose owner
@@ -30,7 +31,7 @@ import time
 import uuid
 from pathlib import Path
 
-from commbench.launch import netem
+from commbench.launch import netem, wire
 from commbench.launch.supervision import kill_all
 from commbench.launch.vnodes.cluster import (CLUSTER_NAME, RUN_ROOT, VirtualCluster, VirtualNodesError, _run,
                                              cpuset_root, plan)
@@ -39,6 +40,8 @@ from commbench.launch.vnodes.node_exec import node_exec_script, processes_on
 COMMANDS = ("ip", "nsenter", "unshare", "mount")
 KILL_WAIT_S = 5.0
 LINK_SHAPER = "shaper"         # in each node: the ifb whose queueing discipline is the node's link
+UPLINK = "uplink"              # with a wire: the veth into the bridge, in the link's namespace
+LINK_NETNS = "-link"           # the link's namespace: the node's, with this added
 STAGING_PREFIX = ".new-"       # a run directory being made; one older than STAGING_STALE_S was abandoned
 STAGING_STALE_S = 60.0
 
@@ -144,11 +147,9 @@ def _cpu_list(cpus) -> str:
 
 def _make_network(cluster: VirtualCluster) -> None:
     mtu = str((cluster.network or {}).get("mtu", 1500))
-    try:   # before any link is made: one this host cannot make (delay or loss without netem) is refused
-        link_qdisc = netem.link_arguments(cluster.network) if cluster.network else None
-        switch_qdisc = netem.switch_arguments(cluster.switch, int(mtu)) if cluster.switch else None
-    except netem.LinkError as error:
-        raise VirtualNodesError(str(error)) from None
+    shaper = netem.shaper("namespaces") if cluster.network else None
+    link_qdisc = netem.link_arguments(cluster.network, shaper) if shaper in netem.QUEUEING_SHAPERS else None
+    switch_qdisc = netem.switch_arguments(cluster.switch, int(mtu)) if cluster.switch else None
     # Bridged frames skip the host's packet filter: a FORWARD policy of DROP (Docker's) would
     # otherwise drop traffic between nodes.
     _run(["ip", "link", "add", cluster.bridge, "type", "bridge", "nf_call_iptables", "0",
@@ -163,7 +164,14 @@ def _make_network(cluster: VirtualCluster) -> None:
     for index, node in enumerate(cluster.nodes):
         netns, link = cluster.netns(node), cluster.host_link(index)
         _run(["ip", "netns", "add", netns])
-        _run(["ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", netns])
+        if shaper == "wire":
+            _run(["ip", "netns", "add", netns + LINK_NETNS])
+            _run(["ip", "link", "add", link, "type", "veth", "peer", "name", UPLINK, "netns", netns + LINK_NETNS])
+            _run(["ip", "-n", netns + LINK_NETNS, "link", "set", UPLINK, "mtu", mtu, "up"])
+            _start_wire(cluster, node, index)    # makes eth0 in the link's namespace, then moved to the node
+            _run(["ip", "-n", netns + LINK_NETNS, "link", "set", "eth0", "netns", netns])
+        else:
+            _run(["ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", netns])
         _run(["ip", "link", "set", link, "master", cluster.bridge, "mtu", mtu, "up"])
         _run(["ip", "-n", netns, "link", "set", "lo", "up"])
         _run(["ip", "-n", netns, "link", "set", "eth0", "mtu", mtu, "up"])
@@ -175,6 +183,21 @@ def _make_network(cluster: VirtualCluster) -> None:
             _shape_through("eth0", ("egress", "ingress"), LINK_SHAPER, netns)
         if switch_qdisc:    # what the node sends enters the switch's one shaper
             _shape_through(link, ("ingress",), cluster.switch_device)
+
+
+def _start_wire(cluster: VirtualCluster, node, index: int) -> None:
+    """The node's link process: its eth0 (a TAP device) to its uplink, at the network's rate, delay and loss,
+    on the node's CPUs (as a network card's interrupts are handled on its host's; left free to move, it
+    changed cores during a sweep and each core's wake-up cost differed: 9 us steps between sizes)."""
+    network = cluster.network
+    try:
+        process = wire.start(cluster.netns(node) + LINK_NETNS, "eth0", UPLINK,
+                             cluster.directory / f"{node.hostname}.wire.log", netem.rate_bits_per_s(network["rate"]),
+                             delay_s=netem.delay_seconds(network["delay"]) if network.get("delay") else 0.0,
+                             loss_percent=float(network.get("loss") or 0), seed=index + 1)
+        os.sched_setaffinity(process.pid, node.cpus)
+    except wire.WireError as error:
+        raise VirtualNodesError(str(error)) from None
 
 
 def _shape_through(device: str, hooks: tuple[str, ...], shaper: str, netns: str | None = None) -> None:

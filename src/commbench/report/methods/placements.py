@@ -90,6 +90,9 @@ def _finite(value) -> bool:
 # What each shaper of commbench.launch.netem makes of a link, in the words a reader needs.
 SHAPERS = {
     "netem": "netem, which serialises every packet at the rate, so each waits its wire bytes over the rate",
+    "wire": ("a wire process per node, which serialises every frame at the rate in each direction, so each "
+             "waits its wire bytes over the rate, the switch forwarding cut-through; waking it adds tens of "
+             "microseconds to each message on a virtual machine"),
     "tbf": ("a token bucket (tbf) both directions share, which keeps the rate in bulk but passes a small "
             "message after a pause at once, faster than the rate"),
 }
