@@ -117,3 +117,24 @@ def test_exit_skew_is_how_far_apart_the_ranks_leave_a_late_rank_s_bcast_and_allr
     # Other methods time no rank's finish: no exit skew is recorded.
     result = launch(workspace, LIBRARIES[0], ON_NODE, ["coll.bcast", "--method", "accurate", *COMMON], tmp_path)
     assert result.points[0].exit_skew_s is None
+
+
+def test_a_bcast_over_a_delayed_link_reads_at_least_the_delay_in_windows(workspace, built, tmp_path):
+    """Two virtual nodes whose links hold every frame 500 us: the Bcast's message crosses the root's link
+    and the other node's, so no call can end sooner than 1 ms after it starts. Windows read at least
+    that, and so does the upper bound (each call then a point-to-point barrier); calls repeated back to
+    back at the root (lower) read what the root spends, not the operation: the bias the others avoid.
+    (Measured in two runs: window 1099 and 1262 us, accurate 1099 and 1106, upper 2124 and 2199, lower 22.)"""
+    delay = 500e-6
+    placement = Placement("2N1P-delay", 2, 1, {"rate": "1gbit", "mtu": 1500, "delay": "500us"})
+    found = {}
+    for method in ("window", "accurate", "lower", "upper"):
+        result = launch(workspace, LIBRARIES[0], placement, ["coll.bcast", "--method", method, *COMMON], tmp_path)
+        assert result.status == "ok", result.launch.get("reason") or result.launch.get("console_tail")
+        found[method] = float(np.median(result.points[0].samples))
+    print("bcast 8 B, 2 x 500 us of link delay:", {method: f"{t * 1e6:.1f} us" for method, t in found.items()})
+    # Above the delay: the libraries' own latency through the links (tens of microseconds on this machine)
+    # and the windows' synchronisation error.
+    assert 2 * delay <= found["window"] < 4 * delay, found
+    assert found["upper"] >= 2 * delay, found
+    assert found["lower"] < delay, found

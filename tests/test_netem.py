@@ -147,17 +147,18 @@ def test_pairs_of_nodes_share_the_switch_rate(workspace, built, tmp_path):
     limit they move two links' worth; behind a 150 Mbit/s switch, which all their traffic
     crosses, together they move the switch's worth (less the acknowledgements that cross it too),
     more than one link could and less than two. (Rates this low keep four ranks on two cores
-    from measuring the scheduler: at 200 and 300 Mbit/s the free links read 13% low here.)"""
+    from measuring the scheduler: at 200 and 300 Mbit/s the free links read 13% low here. MPICH: Open MPI
+    takes 9 s here to start four ranks on virtual nodes, MPICH 2.)"""
     reason = vnodes.unavailable_reason()
     if reason:
         pytest.skip(reason)
     link, switch, size = {"rate": "100mbit", "mtu": 1500}, {"rate": "150mbit"}, 2**19
-    args = ["multipair.stream", "--sizes", str(size), "--window", "8", "--min-samples", "5", "--max-samples", "20",
-            "--max-point-time", "8"]
+    args = ["multipair.stream", "--sizes", str(size), "--window", "8", "--min-samples", "3", "--max-samples", "8",
+            "--max-point-time", "4"]
     aggregate = {}
     for name, placement in (("free", Placement("4N1P", 4, 1, link)),
                             ("switched", Placement("4N1P-sw", 4, 1, link, switch=switch))):
-        result = launch(workspace, LIBRARIES[1], placement, args, tmp_path)
+        result = launch(workspace, LIBRARIES[0], placement, args, tmp_path)
         assert result.status == "ok", result.launch.get("console_tail")
         assert result.run["hosts"] == ["vnode0", "vnode1", "vnode2", "vnode3"]
         aggregate[name] = 2 * size / median_time(result, size)    # two pairs, each a message per sample time

@@ -257,13 +257,14 @@ def test_a_launch_killed_mid_run_leaves_no_node_behind(workspace, built, tmp_pat
 
 LINK_PROBE = """
 import socket, statistics, sys, time
-role, peer = sys.argv[1], sys.argv[2]
+role, peer, pings = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if role == "echo":
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); udp.bind(("0.0.0.0", 7001)); udp.settimeout(3)
-    connection, _ = socket.create_server(("0.0.0.0", 7000)).accept()
-    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    while (message := connection.recv(64)):
-        connection.sendall(message)
+    if pings:
+        connection, _ = socket.create_server(("0.0.0.0", 7000)).accept()
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        while (message := connection.recv(64)):
+            connection.sendall(message)
     received = 0
     try:
         while udp.recv(64) != b"end":
@@ -272,34 +273,39 @@ if role == "echo":
         pass
     print(received)
 else:
-    for _ in range(200):
-        try:
-            connection = socket.create_connection((peer, 7000)); break
-        except ConnectionRefusedError:
-            time.sleep(0.05)
-    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    times = []
-    for _ in range(30):
-        start = time.perf_counter(); connection.sendall(b"x"); connection.recv(64)
-        times.append((time.perf_counter() - start) / 2)
-    connection.close()
+    times = [0.0]
+    if pings:
+        for _ in range(200):
+            try:
+                connection = socket.create_connection((peer, 7000)); break
+            except ConnectionRefusedError:
+                time.sleep(0.05)
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        times = []
+        for _ in range(pings):
+            start = time.perf_counter(); connection.sendall(b"x"); connection.recv(64)
+            times.append((time.perf_counter() - start) / 2)
+        connection.close()
+    else:
+        time.sleep(0.5)    # the echo's socket is bound
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for _ in range(4000):
         udp.sendto(b"d", (peer, 7001)); time.sleep(0.0002)
-    time.sleep(0.5)
+    time.sleep(0.2)
     for _ in range(50):
         udp.sendto(b"end", (peer, 7001))
     print(statistics.median(times))
 """
 
 
-def probe_link(network: dict) -> tuple[float, int]:
-    """(median 1-byte TCP half round trip, datagrams of 4000 that arrived) between two virtual nodes."""
+def probe_link(network: dict, pings: int) -> tuple[float, int]:
+    """(median 1-byte TCP half round trip of `pings`, datagrams of 4000 that arrived) between two virtual
+    nodes."""
     with vnodes.virtual_cluster(2, network=network) as cluster:
-        echo = subprocess.Popen(cluster.command_on("vnode1", [sys.executable, "-c", LINK_PROBE, "echo", "vnode0"]),
-                                stdout=subprocess.PIPE, text=True)
-        done = subprocess.run(cluster.command_on("vnode0", [sys.executable, "-c", LINK_PROBE, "ping", "vnode1"]),
-                              capture_output=True, text=True, timeout=120)
+        echo = subprocess.Popen(cluster.command_on("vnode1", [sys.executable, "-c", LINK_PROBE, "echo", "vnode0",
+                                                              str(pings)]), stdout=subprocess.PIPE, text=True)
+        done = subprocess.run(cluster.command_on("vnode0", [sys.executable, "-c", LINK_PROBE, "ping", "vnode1",
+                                                            str(pings)]), capture_output=True, text=True, timeout=120)
         received = int(echo.communicate(timeout=30)[0])
     assert done.returncode == 0, done.stderr
     return float(done.stdout), received
@@ -310,11 +316,11 @@ def test_a_planted_delay_and_loss_are_what_the_links_do(can_make_vnodes):
     """Each node's link holds every frame for its delay and drops its share of frames (netem's, or the
     wire process's where the kernel has no netem): a one-way trip crosses two links, the sender's and
     the receiver's, so a 1-byte TCP half round trip takes at least twice the delay, and of datagrams
-    sent one way about (1 - loss)^2 arrive. (Two clusters: a lost TCP segment waits for its
-    retransmission, hundreds of milliseconds.)"""
+    sent one way about (1 - loss)^2 arrive. (Two clusters, TCP only without loss: a lost TCP segment
+    waits for its retransmission, hundreds of milliseconds.)"""
     delay_s, loss = 2e-3, 10.0
-    half_round_trip, all_arrived = probe_link({"rate": "100mbit", "mtu": 1500, "delay": "2ms"})
-    _, received = probe_link({"rate": "100mbit", "mtu": 1500, "loss": loss})
+    half_round_trip, all_arrived = probe_link({"rate": "100mbit", "mtu": 1500, "delay": "2ms"}, pings=30)
+    _, received = probe_link({"rate": "100mbit", "mtu": 1500, "loss": loss}, pings=0)
     expected = (1 - loss / 100) ** 2 * 4000
     print(f"half round trip {half_round_trip * 1e3:.2f} ms (2 x {delay_s * 1e3:g} ms delay), {all_arrived} of "
           f"4000 datagrams without loss; with {loss:g}% loss {received} ({expected:.0f} expected)")
