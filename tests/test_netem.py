@@ -147,8 +147,8 @@ def test_pairs_of_nodes_share_the_switch_rate(workspace, built, tmp_path):
     limit they move two links' worth; behind a 150 Mbit/s switch, which all their traffic
     crosses, together they move the switch's worth (less the acknowledgements that cross it too),
     more than one link could and less than two. (Rates this low keep four ranks on two cores
-    from measuring the scheduler: at 200 and 300 Mbit/s the free links read 13% low here. MPICH: Open MPI
-    takes 9 s here to start four ranks on virtual nodes, MPICH 2.)"""
+    from measuring the scheduler: at 200 and 300 Mbit/s the free links read 13% low here. MPICH: a launch
+    of this kernel took 14 s with Open MPI, 7 s with MPICH.)"""
     reason = vnodes.unavailable_reason()
     if reason:
         pytest.skip(reason)
