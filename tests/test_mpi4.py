@@ -38,8 +38,11 @@ def test_persistent_and_partitioned_pingpongs_take_the_time_of_pingpong_send(wor
                                                                              library):
     send = median_times(workspace, library, tmp_path, "pingpong.send")
     persistent = ratios(median_times(workspace, library, tmp_path, "pingpong.persistent"), send)
-    # The same messages, only the requests made once: measured here 0.8-1.3x.
-    assert all(1 / 3 < r < 3 for r in persistent.values()), persistent
+    # The same messages, only the requests made once: measured here 0.8-1.3x at 64 KiB. At 8 B Open MPI
+    # 5.0.11's persistent ping-pong has two modes from launch to launch on an idle machine: 0.17-0.28 us
+    # in 6 launches of 8, 0.47-0.74 us in 2 (its pingpong.send 0.12-0.17 us in 11 of 11), so up to 5.5x;
+    # the bound is an order of magnitude, as for the partitioned ones below.
+    assert all(1 / 10 < r < 10 for r in persistent.values()), persistent
     # One partition: MPI-4's partitioned machinery alone, no threads. Open MPI 5.0.11: 1.1-2.6x at 8 B,
     # 1.0-1.1x at 64 KiB. MPICH 5.0.2 sends it by another path than MPI_Send's: 1.4-1.6x at 8 B and
     # 4.2-5.2x at 64 KiB (34-36 us against 8 us, 5 launches), so the bound is an order of magnitude.

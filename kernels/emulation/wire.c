@@ -10,10 +10,7 @@
  * two directions are independent, as on a full-duplex link. Frames pass with their segmentation offload
  * (a virtio-net header on both sides): a TCP burst of n segments is one frame of n segments' wire bytes
  * (each segment's headers counted), which leaves when its last segment would have; what a message's
- * last byte waits is the same, at a fraction of the work per byte. Into the node go the n segments
- * (IPv4 TCP is cut here, as a receiving network card gets them): a node's stack takes a segmented frame
- * tens of microseconds slower than single segments on a virtual machine, which would put a jump into
- * every curve at the first message of two packets. The process runs at a real-time priority,
+ * last byte waits is the same, at a fraction of the work per byte. The process runs at a real-time priority,
  * so that ranks busy-polling on the same cores delay a frame by the time to wake it, not by a
  * scheduler's time slice.
  *
@@ -113,80 +110,11 @@ static void put(int out, const unsigned char *bytes, size_t len)
     if (write(out, bytes, len) < 0 && errno != EAGAIN && errno != ENOBUFS) perror("commbench-wire");
 }
 
-static uint32_t add16(uint32_t sum, const unsigned char *bytes, size_t len)
-{
-    for (size_t i = 0; i + 1 < len; i += 2) sum += (uint32_t)(bytes[i] << 8 | bytes[i + 1]);
-    return sum;
-}
-
-static uint16_t fold(uint32_t sum)
-{
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-    return (uint16_t)sum;
-}
-
-static void set16(unsigned char *at, uint32_t value)
-{
-    at[0] = (unsigned char)(value >> 8);
-    at[1] = (unsigned char)value;
-}
-
-/* An IPv4 TCP frame with segmentation offload, written as its segments: each with its share of the
- * payload, its sequence number, IP length, id and header checksum, and its TCP checksum left to the
- * receiver as the offloaded frame's was (the pseudo-header's sum in place). Anything else goes whole. */
-static void put_segments(int out, const unsigned char *bytes, int len)
-{
-    const struct virtio_net_hdr *vnet = (const void *)bytes;
-    const unsigned char *frame = bytes + VNET;
-    int frame_len = len - (int)VNET;
-    if (vnet->gso_type != VIRTIO_NET_HDR_GSO_TCPV4 || !vnet->gso_size || frame_len < 14 + 20 + 20 ||
-        (frame[14] >> 4) != 4) {
-        put(out, bytes, (size_t)len);
-        return;
-    }
-    int ip_len = (frame[14] & 15) * 4, tcp_at = 14 + ip_len, headers = tcp_at + (frame[tcp_at + 12] >> 4) * 4;
-    int payload = frame_len - headers, mss = vnet->gso_size;
-    if (payload <= mss || headers > 256) {
-        put(out, bytes, (size_t)len);
-        return;
-    }
-    static unsigned char segment[VNET + 256 + 65536];
-    uint32_t seq = (uint32_t)frame[tcp_at + 4] << 24 | (uint32_t)frame[tcp_at + 5] << 16 |
-                   (uint32_t)frame[tcp_at + 6] << 8 | frame[tcp_at + 7];
-    unsigned id = (unsigned)(frame[18] << 8 | frame[19]);
-    for (int offset = 0, i = 0; offset < payload; offset += mss, i++) {
-        int chunk = payload - offset < mss ? payload - offset : mss, last = offset + chunk >= payload;
-        struct virtio_net_hdr *head = (void *)segment;
-        *head = *vnet;
-        head->gso_type = VIRTIO_NET_HDR_GSO_NONE;
-        head->gso_size = 0;
-        head->hdr_len = 0;
-        unsigned char *copy = segment + VNET;
-        memcpy(copy, frame, (size_t)headers);
-        memcpy(copy + headers, frame + headers + offset, (size_t)chunk);
-        unsigned char *ip = copy + 14, *tcp = copy + tcp_at;
-        set16(ip + 2, (uint32_t)(headers - 14 + chunk));
-        set16(ip + 4, (id + (unsigned)i) & 0xffff);
-        set16(ip + 10, 0);
-        set16(ip + 10, (uint16_t)~fold(add16(0, ip, (size_t)ip_len)));
-        uint32_t sequence = seq + (uint32_t)offset;
-        set16(tcp + 4, sequence >> 16);
-        set16(tcp + 6, sequence & 0xffff);
-        if (!last) tcp[13] &= (unsigned char)~0x09;   /* FIN and PSH only on the last */
-        if (i > 0) tcp[13] &= (unsigned char)~0x80;   /* CWR only on the first */
-        int tcp_len = headers - tcp_at + chunk;
-        uint32_t pseudo = add16(0, ip + 12, 8) + 6 + (uint32_t)tcp_len;
-        set16(tcp + 16, fold(pseudo));
-        put(out, segment, VNET + (size_t)(headers + chunk));
-    }
-}
-
 static void send_due(struct direction *d, int64_t now)
 {
     while (d->head != d->tail && d->queue[d->head].due_ns <= now) {
         struct frame *f = &d->queue[d->head];
-        if (d->cut_through) put_segments(d->out, f->data, f->len);
-        else put(d->out, f->data, (size_t)f->len);
+        put(d->out, f->data, (size_t)f->len);
         free(f->data);
         d->head = (d->head + 1) % QUEUE;
     }
