@@ -115,7 +115,7 @@ def test_emulated_mtu_sets_the_packet_steps_period(workspace, built, tmp_path, m
         # A token bucket passes whatever it holds at once, so how much of a message is delayed by the rate
         # depends on what the pauses before it left in the bucket. The wire process serialises every frame,
         # but on this machine each extra frame costs its two stacks tens of microseconds: at 100 Mbit/s
-        # and MTU 1500 the first two-packet message came 17-25 us later than the last one-packet message
+        # and MTU 1500 the first two-packet message came 17-38 us later than the last one-packet message
         # (5.3 us expected), the later steps 4-9 us, and the detector called the first a protocol switch.
         pytest.skip("the kernel has no netem (CONFIG_NET_SCH_NETEM): links are a token bucket, which lets a small "
                     "message through at once after a pause, or the wire process, whose per-frame cost on this "
