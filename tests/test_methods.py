@@ -97,8 +97,10 @@ KINDS = {
     "2N1P-1g": ({"nodes": 2, "ppn": 1, "network": {"rate": "1gbit", "mtu": 1500}},
                 {"transport": "tcp", "emulated": True, "emulation": "namespaces", "link_shaper": "tbf"},
                 ["vnode0", "vnode1"]),
+    # Recorded where the kernel has no netem: "wire" is what links would be; the switch is a token bucket.
     "4N1P-sw": ({"nodes": 4, "ppn": 1, "switch": {"rate": "2gbit"}},
-                {"transport": "tcp", "emulated": True, "emulation": "namespaces"}, [f"vnode{n}" for n in range(4)]),
+                {"transport": "tcp", "emulated": True, "emulation": "namespaces", "link_shaper": "wire"},
+                [f"vnode{n}" for n in range(4)]),
     "2N1P-lo-1g": ({"nodes": 2, "ppn": 1, "emulate": "loopback",
                     "network": {"rate": "100mbit", "mtu": 9000, "delay": "50us", "loss": 0.5}},
                    {"transport": "tcp", "emulated": True, "emulation": "loopback", "link_shaper": "netem"}, ["vm", "vm"]),
@@ -176,6 +178,7 @@ def test_each_placement_is_described_as_its_launches_recorded_it(tmp_path):
     assert "each virtual node's link limited to 1000 Mbit/s with MTU 1500 B" in items["2N1P-1g"]
     assert "shaped by a token bucket (tbf)" in items["2N1P-1g"] and "delay" not in items["2N1P-1g"]
     assert "one emulated switch of 2000 Mbit/s" in items["4N1P-sw"] and "switch" not in items["2N1P"]
+    assert "share (shaped by a token bucket (tbf)" in items["4N1P-sw"] and "wire" not in items["4N1P-sw"]
     # Loopback: the variables that forced each family's network path are the ones its launches recorded.
     for name in ("2N1P-lo", "2N1P-lo-1g"):
         item = items[name]

@@ -71,8 +71,10 @@ def _placement(facts: _Facts, placement: str, get: dict) -> list[str]:
     if link:
         parts.append(link)
     if _finite(get["switch_rate"]):
+        # The switch is a queueing discipline: netem where the links were netem, else a token bucket.
+        switch_shaper = "tbf" if get["link_shaper"] == "wire" else get["link_shaper"]
         parts.append(f"every node's link into one emulated switch of {get['switch_rate'] / 1e6:g} Mbit/s, which all "
-                     f"pairs of nodes share ({_shaper(get['link_shaper'])})")
+                     f"pairs of nodes share ({_shaper(switch_shaper)})")
     parts.append(f"hosts: {_distinct(facts, 'hosts', placement)}")
     parts.append(f"environment set: {_environment(facts, placement)}")
     parts.append(f"CPUs each rank could run on (rank by rank): {_distinct(facts, 'cpu_binding', placement, ' | ')}")
