@@ -97,9 +97,10 @@ KINDS = {
     "2N1P-1g": ({"nodes": 2, "ppn": 1, "network": {"rate": "1gbit", "mtu": 1500}},
                 {"transport": "tcp", "emulated": True, "emulation": "namespaces", "link_shaper": "tbf"},
                 ["vnode0", "vnode1"]),
-    # Recorded where the kernel has no netem: "wire" is what links would be; the switch is a token bucket.
+    # Recorded where the kernel has no netem: "wire" is what links would be, the switch a token bucket.
     "4N1P-sw": ({"nodes": 4, "ppn": 1, "switch": {"rate": "2gbit"}},
-                {"transport": "tcp", "emulated": True, "emulation": "namespaces", "link_shaper": "wire"},
+                {"transport": "tcp", "emulated": True, "emulation": "namespaces", "link_shaper": "wire",
+                 "switch_shaper": "tbf"},
                 [f"vnode{n}" for n in range(4)]),
     "2N1P-lo-1g": ({"nodes": 2, "ppn": 1, "emulate": "loopback",
                     "network": {"rate": "100mbit", "mtu": 9000, "delay": "50us", "loss": 0.5}},

@@ -15,7 +15,9 @@ paths (pyproject.toml maps them in at build time).
 
 from __future__ import annotations
 
+import fcntl
 import os
+import subprocess
 from pathlib import Path
 
 RESULTS_VARIABLE = "COMMBENCH_RESULTS"
@@ -63,3 +65,23 @@ def cache_dir() -> Path:
     if os.environ.get(CACHE_VARIABLE):
         return Path(os.environ[CACHE_VARIABLE]).expanduser()
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "commbench"
+
+
+def built_in_cache(program: Path, command: list[str], error: type[Exception], output: Path | None = None) -> Path:
+    """`program` (a path under cache_dir()), made by running `command` unless it is there: two processes
+    building at once build once. A command that writes `output` instead (a build killed half-way must not
+    leave a program to be found) has it renamed to `program` once it succeeded. Raises `error` with the
+    build's output when the build fails or makes no program."""
+    if program.exists():
+        return program
+    program.parent.mkdir(parents=True, exist_ok=True)
+    with open(program.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not program.exists():
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode == 0 and output is not None and output.exists():
+                output.rename(program)
+            if done.returncode != 0 or not program.exists():
+                raise error(f"building {program.name} failed ({' '.join(command)}):\n"
+                            f"{(done.stdout + done.stderr)[-2000:]}")
+    return program

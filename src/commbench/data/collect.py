@@ -122,7 +122,8 @@ class _RunRecords:
     all_hosts: set[str] = field(default_factory=set)
     # placement -> (transport, emulated, emulation) as run
     measured_on: dict[str, tuple[str, bool, str]] = field(default_factory=dict)
-    link_shaper: dict[str, str] = field(default_factory=dict)   # placement -> netem | tbf (launch.netem)
+    link_shaper: dict[str, str] = field(default_factory=dict)   # placement -> netem | wire | tbf (launch.netem)
+    switch_shaper: dict[str, str] = field(default_factory=dict)   # placement -> netem | tbf
 
     @classmethod
     def blank(cls, campaign: Campaign, axes: _Axes) -> _RunRecords:
@@ -176,6 +177,8 @@ def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecor
                                                    meta.get("emulation", ""))
         if meta.get("link_shaper"):
             runs.link_shaper[meta["placement"]] = meta["link_shaper"]
+        if meta.get("switch_shaper"):
+            runs.switch_shaper[meta["placement"]] = meta["switch_shaper"]
         run = result.run
         runs.resolution[cell] = run["timer_resolution_s"]
         runs.overhead[cell] = run["harness_overhead_s"]
@@ -287,8 +290,11 @@ def _coordinates(campaign: Campaign, axes: _Axes, sizes: list[int], runs: _RunRe
         "link_loss": ("placement", [float(p.get("network", {}).get("loss", 0)) for p in placement_specs],
                       {"units": "percent", "long_name": "emulated link's packet loss"}),
         "link_shaper": ("placement", [runs.link_shaper.get(name, "") for name in axes.placements],
-                        {"long_name": "what made the emulated links: netem (every packet serialised at the rate) "
-                                      "or tbf (a token bucket)"}),
+                        {"long_name": "what made the emulated links: netem (every packet serialised at the rate), "
+                                      "wire (a process per virtual node, every frame serialised) or tbf (a token "
+                                      "bucket)"}),
+        "switch_shaper": ("placement", [runs.switch_shaper.get(name, "") for name in axes.placements],
+                          {"long_name": "what made the virtual nodes' shared switch: netem or tbf"}),
         "library_version": ("library", [runs.version[name] or "unknown" for name in axes.libraries]),
         "mpi": ("library", mpi),
         "family": ("library", [libraries.get(m, {}).get("family", "unknown") for m in mpi]),

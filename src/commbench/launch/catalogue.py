@@ -10,7 +10,6 @@ installed. The tool is built once per version of the kernel sources, in a cache 
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import json
 import os
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from commbench.launch.provenance import KERNELS_DIR, source_hash
-from commbench.locations import cache_dir
+from commbench.locations import built_in_cache, cache_dir
 
 TOOL = "commbench-catalogue"
 
@@ -76,22 +75,12 @@ def describe_kernel(name: str, kernels_dir: Path = KERNELS_DIR) -> Kernel | None
 def tool(kernels_dir: Path = KERNELS_DIR) -> Path:
     """The catalogue tool of these kernel sources, built on first use (a few seconds)."""
     build_dir = cache_dir() / "catalogue" / source_hash(kernels_dir)[:16]
-    binary = build_dir / TOOL
-    if binary.exists():
-        return binary
     compiler = os.environ.get("CC", "cc")
-    if shutil.which(compiler) is None or shutil.which("make") is None:
+    if not (build_dir / TOOL).exists() and (shutil.which(compiler) is None or shutil.which("make") is None):
         raise CatalogueError(f"the kernel catalogue needs a C compiler ({compiler}) and make to build "
                              f"{TOOL} from {kernels_dir}; neither MPI nor a campaign build is needed")
-    build_dir.mkdir(parents=True, exist_ok=True)
-    with open(build_dir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)          # two processes building at once build once
-        if not binary.exists():
-            done = subprocess.run(["make", "-s", "-C", str(kernels_dir), "catalogue", f"BUILD_DIR={build_dir}",
-                                   f"CC={compiler}"], capture_output=True, text=True)
-            if done.returncode != 0 or not binary.exists():
-                raise CatalogueError(f"building {TOOL} from {kernels_dir} failed:\n{(done.stdout + done.stderr)[-2000:]}")
-    return binary
+    return built_in_cache(build_dir / TOOL, ["make", "-s", "-C", str(kernels_dir), "catalogue",
+                                             f"BUILD_DIR={build_dir}", f"CC={compiler}"], CatalogueError)
 
 
 def parse_description(text: str) -> dict[str, Kernel]:

@@ -130,10 +130,15 @@ def link_arguments(network: dict, shaper_name: str) -> list[str]:
     return tbf_arguments(network["rate"], int(network["mtu"]))
 
 
+def switch_shaper() -> str:
+    """What makes the virtual nodes' shared switch (all traffic into the bridge passes one device, so it
+    is a queueing discipline whatever makes the links): netem where the kernel has it, else tbf."""
+    return "netem" if has_netem() else "tbf"
+
+
 def switch_arguments(switch: dict, mtu: int, shaper_name: str | None = None) -> list[str]:
-    """The shared switch's queueing discipline (all traffic into the bridge passes one device): its rate,
-    by netem where the kernel has it, else tbf."""
-    return link_arguments({"rate": switch["rate"], "mtu": mtu}, shaper_name or shaper("loopback"))
+    """The shared switch's queueing discipline: its rate, as a link's."""
+    return link_arguments({"rate": switch["rate"], "mtu": mtu}, shaper_name or switch_shaper())
 
 
 def setup_commands(network: dict) -> str:

@@ -154,6 +154,8 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
         if placement.emulated and (placement.network or placement.switch):
             # netem, wire or tbf: what the links were (commbench.launch.netem)
             meta["link_shaper"] = netem.shaper(meta["emulation"])
+            if placement.switch:
+                meta["switch_shaper"] = netem.switch_shaper()
             if placement.network and meta["link_shaper"] in netem.QUEUEING_SHAPERS:
                 netem.link_arguments(placement.network, meta["link_shaper"])   # refuses what this host cannot make
         if meta["emulation"] == "namespaces":

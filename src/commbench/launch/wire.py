@@ -10,7 +10,6 @@ network namespace and returns once its eth0 exists. The process ends with the pr
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import os
@@ -19,7 +18,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from commbench.locations import ROOT, cache_dir
+from commbench.locations import ROOT, built_in_cache, cache_dir
 
 SOURCE = ROOT / "kernels" / "emulation" / "wire.c"
 PROGRAM = "commbench-wire"
@@ -33,25 +32,12 @@ class WireError(RuntimeError):
 @functools.cache
 def binary() -> Path:
     """commbench-wire for this source, built once per source into the cache."""
-    source = SOURCE.read_bytes()
-    build_dir = cache_dir() / "wire" / hashlib.sha256(source).hexdigest()[:16]
-    program = build_dir / PROGRAM
-    if program.exists():
-        return program
+    program = cache_dir() / "wire" / hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16] / PROGRAM
     compiler = os.environ.get("CC", "cc")
-    if shutil.which(compiler) is None:
+    if not program.exists() and shutil.which(compiler) is None:
         raise WireError(f"the emulated links need a C compiler ({compiler}) to build {PROGRAM} from {SOURCE}")
-    build_dir.mkdir(parents=True, exist_ok=True)
-    with open(build_dir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)   # two processes building at once build once
-        if not program.exists():
-            partial = build_dir / f"{PROGRAM}.partial"
-            done = subprocess.run([compiler, "-O2", "-std=c11", "-o", str(partial), str(SOURCE)],
-                                  capture_output=True, text=True)
-            if done.returncode != 0:
-                raise WireError(f"building {PROGRAM} from {SOURCE} failed:\n{(done.stdout + done.stderr)[-2000:]}")
-            partial.rename(program)
-    return program
+    partial = program.with_name(PROGRAM + ".partial")
+    return built_in_cache(program, [compiler, "-O2", "-std=c11", "-o", str(partial), str(SOURCE)], WireError, partial)
 
 
 def start(netns: str, tap: str, device: str, log: Path, rate_bits: float, delay_s: float = 0.0,
@@ -64,6 +50,7 @@ def start(netns: str, tap: str, device: str, log: Path, rate_bits: float, delay_
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
     ready, _, _ = select.select([process.stdout], [], [], READY_S)
     line = process.stdout.readline() if ready else ""
+    process.stdout.close()   # it says nothing after "ready": no descriptor kept per link
     if line.strip() != "ready":
         process.kill()
         process.wait()

@@ -58,9 +58,8 @@ def availability_against_size(data: ReportData) -> list:
     return _against_size(
         availability_rows(data), "availability", AVAILABILITY_TITLE, "availability_pct", "CPU kept (%)",
         "Per library row: 100 x the computation's time before MPI started / its time while the exchange was in "
-        "flight (polled with MPI_Testall between 16 slices; calibrated to the exchange's own time). 100 keeps "
-        "the whole CPU; polling costs the work of the calls that move the data, a progress thread the CPU it "
-        "takes from the computation.")
+        "flight (how it polled: the kernel's metric, in Methods). 100 keeps the whole CPU; polling costs the "
+        "work of the calls that move the data, a progress thread the CPU it takes from the computation.")
 
 
 def _against_size(rows: pd.DataFrame, name: str, title: str, column: str, label: str, caption: str) -> list:

@@ -2,7 +2,7 @@
 hosts, virtual nodes on one host, or one host's loopback), the transport, the links' rate and MTU, the
 hosts, the environment commbench's launcher set and the CPUs each rank could run on, every one read
 from what the dataset recorded (`emulation`, `transport`, `network_rate`, `mtu`, `link_delay`, `link_loss`,
-`link_shaper`, `switch_rate` on the placement; `hosts`, `launch_env`, `cpu_binding` per launch); what it lacks is NOT_RECORDED."""
+`link_shaper`, `switch_rate`, `switch_shaper` on the placement; `hosts`, `launch_env`, `cpu_binding` per launch); what it lacks is NOT_RECORDED."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def placements_section(facts: _Facts):
     ds = facts.ds
     coords = {name: facts.coord(name, "placement") for name in
               ("nodes", "ppn", "transport", "emulated", "emulation", "network_rate", "mtu", "switch_rate",
-               "link_delay", "link_loss", "link_shaper")}
+               "link_delay", "link_loss", "link_shaper", "switch_shaper")}
     items = [f"{placement}: {'; '.join(_placement(facts, placement, {k: v.get(placement) for k, v in coords.items()}))}."
              for placement in (str(p) for p in ds["placement"].values)]
     # A placement no launch of which gave data recorded nothing of how it ran.
@@ -71,8 +71,9 @@ def _placement(facts: _Facts, placement: str, get: dict) -> list[str]:
     if link:
         parts.append(link)
     if _finite(get["switch_rate"]):
-        # The switch is a queueing discipline: netem where the links were netem, else a token bucket.
-        switch_shaper = "tbf" if get["link_shaper"] == "wire" else get["link_shaper"]
+        # Datasets from before switch_shaper was recorded: one shaper, link_shaper, made links and switch.
+        switch_shaper = get.get("switch_shaper") or (get["link_shaper"] if get["link_shaper"] in ("netem", "tbf")
+                                                     else None)
         parts.append(f"every node's link into one emulated switch of {get['switch_rate'] / 1e6:g} Mbit/s, which all "
                      f"pairs of nodes share ({_shaper(switch_shaper)})")
     parts.append(f"hosts: {_distinct(facts, 'hosts', placement)}")
