@@ -323,8 +323,11 @@ def start_engines(library: str, placement="1N2P", workspace=".", engines: str = 
         error.add_note(f"the engines' output: {log_file}")
         raise
     by_rank = sorted(info, key=lambda i: i["rank"])
-    env_dir = str(Path(record["env_dir"]).resolve())
-    foreign = [path for i in by_rank for path in i["libmpi"] if not path.startswith(env_dir)]
+    env_dir = Path(record["env_dir"]).resolve()
+    # The environment's own MPI is in its venv, wherever a link to the venv leads.
+    own = (env_dir, (env_dir / "venv").resolve())
+    foreign = [path for i in by_rank for path in i["libmpi"]
+               if not any(Path(path).resolve().is_relative_to(root) for root in own)]
     if engines == "mpi" and record.get("kind") == "pip" and foreign:
         client.close()
         cluster.stop_cluster_sync()
