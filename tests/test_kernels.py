@@ -82,8 +82,9 @@ def test_ssend_pays_a_handshake_below_the_eager_limit_only(workspace, built, tmp
             "--max-point-time", "1", "--rse", "0.02"]
     ratios = {s: [] for s in sizes}
     for _ in range(3):                       # alternate, and judge the median ratio
-        send = medians(launch(workspace, library, Placement("2N1P", 2, 1), ["pingpong.send", *args], tmp_path))
-        ssend = medians(launch(workspace, library, Placement("2N1P", 2, 1), ["pingpong.ssend", *args], tmp_path))
+        send, ssend = (medians(launch(workspace, library, Placement("2N1P", 2, 1), [kernel, *args], tmp_path,
+                                      library_env=QUICK_START[library]))
+                       for kernel in ("pingpong.send", "pingpong.ssend"))
         for size in ratios:
             ratios[size].append(ssend[size] / send[size])
     median = {size: float(np.median(r)) for size, r in ratios.items()}
@@ -98,8 +99,8 @@ def test_stream_bandwidth_is_bounded_by_a_single_core_copy(workspace, built, tmp
     """Moving 4 MiB between processes cannot beat copying it, and should not be far from it."""
     size = 4 * 2**20
     args = ["--sizes", str(size), "--cache", "rotate", "--min-samples", "5", "--max-point-time", "2", "--window", "16"]
-    copy = medians(launch(workspace, library, ON_NODE, ["memcpy", *args], tmp_path))[size]
-    stream = medians(launch(workspace, library, ON_NODE, ["stream.uni", *args], tmp_path))[size]
+    copy, stream = (medians(launch(workspace, library, ON_NODE, [kernel, *args], tmp_path,
+                                   library_env=QUICK_START[library]))[size] for kernel in ("memcpy", "stream.uni"))
     ratio = stream / copy                    # time per message over time per copy
     # Quiet, this machine gives 1.5-2.4x; a loaded one up to about 4x. Faster than a copy, or
     # an order of magnitude slower, would be a broken measurement.
@@ -113,17 +114,16 @@ def test_a_window_on_one_buffer_is_the_default_and_measures_less_memory_traffic(
     touching window x size bytes (64 MiB here): measurably slower at 1 MiB on any host."""
     args = ["--sizes", str(2**20), "--min-samples", "5", "--max-samples", "50", "--max-point-time", "1",
             "--window", "64"]
-    default = launch(workspace, library, ON_NODE, ["stream.uni", *args], tmp_path)
-    distinct = launch(workspace, library, ON_NODE, ["stream.uni", *args, "--window-buffers", "distinct"], tmp_path)
-    checked = launch(workspace, library, ON_NODE, ["stream.uni", *args, "--integrity"], tmp_path)
+    variants = ([], ["--window-buffers", "distinct"], ["--integrity"], ["--integrity", "--window-buffers", "shared"])
+    default, distinct, checked, refused = (
+        launch(workspace, library, ON_NODE, ["stream.uni", *args, *extra], tmp_path, library_env=QUICK_START[library])
+        for extra in variants)
     assert default.run["args"]["window_buffers"] == "shared"
     assert distinct.run["args"]["window_buffers"] == checked.run["args"]["window_buffers"] == "distinct"
     assert checked.points[0].errors == 0
     ratio = medians(default)[2**20] / medians(distinct)[2**20]
     # Measured 0.45-0.55 here (0.4 on a 16-core host).
     assert ratio < 0.85, f"one buffer takes {ratio:.2f}x the time of a buffer per message"
-    refused = launch(workspace, library, ON_NODE, ["stream.uni", *args, "--integrity", "--window-buffers", "shared"],
-                     tmp_path)
     assert refused.status == "failed" and "needs --window-buffers distinct" in refused.launch["console_tail"]
 
 
@@ -157,8 +157,9 @@ def test_acknowledged_fan_out_latency_is_at_least_the_repeated_call_time(workspa
     common = ["--sizes", "8", "--min-samples", "5", "--max-samples", "50", "--max-point-time", "0.3"]
     ratios = []
     for _ in range(3):          # alternate, and judge the median ratio
-        accurate = medians(launch(workspace, library, ON_NODE, ["coll.bcast", "--method", "accurate", *common], tmp_path))
-        lower = medians(launch(workspace, library, ON_NODE, ["coll.bcast", "--method", "lower", *common], tmp_path))
+        accurate, lower = (medians(launch(workspace, library, ON_NODE, ["coll.bcast", "--method", method, *common],
+                                          tmp_path, library_env=QUICK_START[library]))
+                           for method in ("accurate", "lower"))
         ratios.append(accurate[8] / lower[8])
     assert np.median(ratios) >= 0.9, ratios
 
@@ -174,7 +175,8 @@ def test_collective_bounds_bracket_the_operation(workspace, built, tmp_path):
     ratios = []
     for _ in range(3):
         lower, upper = (medians(launch(workspace, LIBRARIES[1], ON_NODE, ["coll.allreduce", "--method", method, *common],
-                                       tmp_path)) for method in ("lower", "upper"))
+                                       tmp_path, library_env=QUICK_START[LIBRARIES[1]]))
+                        for method in ("lower", "upper"))
         ratios.append(upper[8] / lower[8])
     assert np.median(ratios) > 1.3, ratios
 

@@ -12,7 +12,7 @@ from commbench.campaign import CampaignError, load_campaign
 from commbench.launch.placement import Placement
 from commbench.launch.preflight import check_campaign
 
-from conftest import LIBRARIES, launch, write_campaign
+from conftest import LIBRARIES, QUICK_START, launch, write_campaign
 
 pytestmark = pytest.mark.mpi
 
@@ -23,7 +23,7 @@ LOOSE = ["--sizes", SIZES, "--min-samples", "5", "--max-samples", "100", "--rse"
 
 
 def median_times(workspace, library, tmp_path, kernel, *extra) -> dict[int, float]:
-    result = launch(workspace, library, ON_NODE, [kernel, *LOOSE, *extra], tmp_path)
+    result = launch(workspace, library, ON_NODE, [kernel, *LOOSE, *extra], tmp_path, library_env=QUICK_START[library])
     assert result.status == "ok", result.launch.get("console_tail")
     return {p.size: float(np.median(p.samples)) for p in result.points}
 
