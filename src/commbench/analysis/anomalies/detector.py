@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from commbench.analysis.anomalies.alignment import alignment_classes
+from commbench.analysis.anomalies.noise import launch_levelled
 from commbench.analysis.anomalies.spikes import spike_rows
 from commbench.analysis.anomalies.structure import StructuralModel, fit_structural_model
 from commbench.analysis.models import Curve, reduce_curve, robust_sd
@@ -61,8 +62,10 @@ def detect(sizes, times, threshold: float = 6.0, max_segments: int = 5,
     (alignment: the sizes with size % modulus == residue); launches (spikes: launches
     that show it, NaN without a launch axis); bandwidth_before_Bps and
     bandwidth_after_Bps (switches). Columns that do not apply to a kind are NaN.
+    With a launch axis, each launch is first brought to the common level (launch_levelled): the
+    findings are about the curve's shape, which launches of one row share.
     """
-    curve = reduce_curve(sizes, times, counts)
+    curve = reduce_curve(sizes, launch_levelled(times), counts)
     if curve.sizes.size < MIN_SIZES:
         return empty_table()
     options = (threshold, max_segments, min_segment_sizes)

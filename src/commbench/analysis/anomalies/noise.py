@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from commbench.analysis.constants import Z_95
-from commbench.analysis.models import Curve, robust_sd
+from commbench.analysis.models import Curve, quiet_nanmedian, robust_sd
 
 # No clock or timer pins a median down better than this (relative); it keeps a
 # noiseless curve from making every rounding error significant.
@@ -44,3 +44,26 @@ def relative_noise(curve: Curve, fit_s) -> np.ndarray:
     level = max(min(robust_sd(between), robust_sd(around_fit)), RELATIVE_NOISE_FLOOR)
     own = np.nan_to_num(curve.median_rel_se, nan=0.0)
     return np.maximum(level, own)
+
+
+def launch_levelled(times) -> np.ndarray:
+    """`times` (n_sizes, n_launches, n_samples) with each launch brought to the common level; other
+    shapes as they are.
+
+    Launches of one row can differ as a whole (measured between virtual nodes here: 0.7x to 1.35x of
+    the others at every size, from where the scheduler put a launch's processes). A launch's level is
+    not noise between sizes, but left in, the median across launches takes its value from a different
+    launch at each size and zigzags by that spread, hiding a switch every launch shows. Each launch's
+    level is the median over sizes of its medians against the sizes' medians across launches, so a
+    launch's own anomaly (one slow size) cannot move it; the median level stays 1, so times keep
+    their scale.
+    """
+    times = np.asarray(times, dtype=float)
+    if times.ndim != 3 or times.shape[1] < 2:
+        return times
+    launch_medians = quiet_nanmedian(times, axis=2)
+    relative = launch_medians / quiet_nanmedian(launch_medians, axis=1)[:, None]
+    level = quiet_nanmedian(relative, axis=0)
+    level = level / quiet_nanmedian(level, axis=0)
+    level = np.where(np.isfinite(level) & (level > 0), level, 1.0)
+    return times / level[None, :, None]
