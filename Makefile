@@ -60,6 +60,7 @@ bench: $(READY)
 validate: $(READY)
 	$(BIN)/python benchmarks/ground_truth.py
 	$(BIN)/python benchmarks/compare_validation.py
+	$(BIN)/python benchmarks/pair_faults.py
 	$(BIN)/python benchmarks/packet_model.py
 
 # Every wheel release and Debian's packaged MPIs through the workflow, then one line a version.

@@ -295,3 +295,38 @@ def dataset_from_cubes(cubes: dict, rounds: bool = False) -> "xr.Dataset":
                        np.where(ran, np.arange(n_launches), -1).astype(np.int64),
                        {"long_name": "round the launch ran in (-1: it did not run)"})
     return ds
+
+
+@dataclass(frozen=True)
+class PairNoise:
+    """How an all-pairs measurement varies, multiplicatively: each repetition as a whole by
+    `repetition_relative` (a launch's level), each pair once and for all by `pair_relative` (its
+    ranks' cores, its path) and each node likewise by `node_relative`, and every pair of every
+    repetition by `relative`."""
+
+    relative: float = 0.05
+    pair_relative: float = 0.02
+    node_relative: float = 0.02
+    repetition_relative: float = 0.2
+
+
+def pair_times(n_nodes: int, repetitions: int, time_s: float = 1e-3, noise: PairNoise = PairNoise(),
+               slow_nodes: dict | None = None, slow_links: dict | None = None, seed: int = 0) -> np.ndarray:
+    """Pair times (n, n, repetitions), NaN on the diagonal, with planted faults: `slow_nodes`
+    {node: factor} multiplies every pair through the node, `slow_links` {(a, b): factor} the pair
+    both ways."""
+    rng = np.random.default_rng(seed)
+    n = n_nodes
+    node = 1 + noise.node_relative * rng.standard_normal(n)
+    pair = 1 + noise.pair_relative * rng.standard_normal((n, n))
+    repetition = 1 + noise.repetition_relative * np.abs(rng.standard_normal(repetitions))
+    times = time_s * (node[:, None] * node[None, :] * pair)[:, :, None] * repetition[None, None, :]
+    times = times * (1 + noise.relative * rng.standard_normal((n, n, repetitions)))
+    for k, factor in (slow_nodes or {}).items():
+        times[k, :, :] *= factor
+        times[:, k, :] *= factor
+    for (a, b), factor in (slow_links or {}).items():
+        times[a, b, :] *= factor
+        times[b, a, :] *= factor
+    times[np.arange(n), np.arange(n), :] = np.nan
+    return times
