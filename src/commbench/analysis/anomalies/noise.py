@@ -50,8 +50,8 @@ def launch_levelled(times) -> np.ndarray:
     """`times` (n_sizes, n_launches, n_samples) with each launch brought to the common level; other
     shapes as they are.
 
-    Launches of one row can differ as a whole (measured between virtual nodes here: 0.7x to 1.35x of
-    the others at every size, from where the scheduler put a launch's processes). A launch's level is
+    Launches of one row can differ as a whole (measured between virtual nodes here: 0.73x to 1.36x of
+    the others at every size). A launch's level is
     not noise between sizes, but left in, the median across launches takes its value from a different
     launch at each size and zigzags by that spread, hiding a switch every launch shows. Each launch's
     level is the median over sizes of its medians against the sizes' medians across launches, so a

@@ -70,8 +70,8 @@ def _describe(row) -> str:
 
 def _biweight_fit(y: np.ndarray, design: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Coefficients of y ~ design by iteratively reweighted least squares with Tukey's biweight, from
-    `start`. The biweight can settle where a least-squares start put it (a slow link's time shared
-    with its two nodes, each then looking 4% slow): the start must already be robust."""
+    `start`. The biweight is not convex and settles near where it starts, so the start must already
+    be robust: least squares would share a slow link's time out among its two nodes."""
     coefficients = start
     for _ in range(ROBUST_ITERATIONS):
         residual = y - design @ coefficients
