@@ -166,7 +166,8 @@ void cb_describe_kernel(FILE *out, const struct cb_kernel *k, int built_mpi_majo
     json_words(out, k->options);
     fputs(",\"tags\":", out);
     json_words(out, k->tags);
-    fprintf(out, ",\"mpi_version\":\"%d.%d\"", k->mpi_major, k->mpi_minor);
+    fprintf(out, ",\"mpi_version\":\"%d.%d\",\"pair_times\":%s", k->mpi_major, k->mpi_minor,
+            k->pair_times ? "true" : "false");
     if (built_mpi_major > 0) {
         int new_enough = built_mpi_major > k->mpi_major
                          || (built_mpi_major == k->mpi_major && built_mpi_minor >= k->mpi_minor);

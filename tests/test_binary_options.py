@@ -187,3 +187,10 @@ def test_a_campaign_entry_asks_for_osu_timing_by_key(tmp_path):
     assert "--osu" not in default and "-i" not in default
     message = campaign_error(tmp_path, text.replace("timing: osu", "timing: fast"))
     assert "kernels.pingpong.send.timing" in message and "precision" in message and "osu" in message
+
+
+def test_a_kernel_that_times_every_pair_refuses_osu_timing(workspace, built):
+    proc = run_kernels(workspace, LIBRARIES[0], "allpairs.shifted", "--osu")
+    assert proc.returncode == 2 and messages(proc.stderr) == [
+        "commbench-kernels: allpairs.shifted times every pair of ranks and has no OSU counterpart: measure it "
+        "without --osu"]

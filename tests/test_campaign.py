@@ -135,6 +135,19 @@ def test_emulated_network_needs_two_nodes_and_a_tc_rate(tmp_path):
     assert "placements[1].network.rate" in message and "'fast'" in message
 
 
+def test_planted_faults_name_an_existing_node_of_virtual_nodes_with_a_network(tmp_path):
+    two_nodes = "{name: 2N1P, nodes: 2, ppn: 1}"
+    message = error_of(tmp_path, VALID.replace(two_nodes, "{name: 2N1P, nodes: 2, ppn: 1, network: {rate: 1gbit, "
+                                                          "mtu: 1500}, faults: [{node: 2, rate: 10mbit}]}"))
+    assert "plants a fault on node 2; its nodes are 0 to 1" in message
+    message = error_of(tmp_path, VALID.replace(two_nodes, "{name: 2N1P, nodes: 2, ppn: 1, faults: [{node: 1, "
+                                                          "delay: 1ms}]}"))
+    assert "plants faults: on its links, which needs virtual nodes with a network:" in message
+    message = error_of(tmp_path, VALID.replace(two_nodes, "{name: 2N1P, nodes: 2, ppn: 1, network: {rate: 1gbit, "
+                                                          "mtu: 1500}, faults: [{node: 1}]}"))
+    assert "placements[1].faults[0]" in message
+
+
 def test_kernels_can_be_limited_to_some_placements(tmp_path):
     text = VALID.replace("pingpong.send: {sizes: {list: [1, 1Ki, 64Ki]}}",
                          "pingpong.send: {placements: [2N1P]}\n  memcpy: {placements: [1N2P]}")

@@ -16,7 +16,7 @@ from commbench.launch.catalogue import catalogue, launch_needs, tool
 
 from conftest import LIBRARIES, REPO, campaign_error, snakemake
 
-TAGS = {"variant", "throughput", "reference", "synchronous", "table", "peak", "one-sided", "multipair", "pattern", "halo",
+TAGS = {"variant", "throughput", "reference", "synchronous", "table", "peak", "one-sided", "multipair", "pairs", "pattern", "halo",
         "baseline", "collective", "fan-out", "fan-in", "io", "threads", "overlap", "availability"}
 
 
@@ -31,7 +31,10 @@ def test_every_kernel_is_described_once_with_what_python_needs():
     assert kernels["stream.bi"].bytes_moved(2) == 2 and kernels["multipair.stream"].bytes_moved(8) == 4
     assert kernels["io.own_file"].bytes_moved(4) == 8 and kernels["pingpong.send"].bytes_moved(2) == 1
     assert {k.name for k in kernels.values() if k.windowed} == {"stream.uni", "stream.bi", "multipair.stream",
-                                                               "rma.put", "rma.get"}
+                                                               "rma.put", "rma.get", "allpairs.shifted",
+                                                               "allpairs.isolated"}
+    assert {k.name for k in kernels.values() if k.pair_times} == {"allpairs.shifted", "allpairs.isolated"}
+    assert kernels["allpairs.shifted"].bytes_moved(6) == 6 and kernels["allpairs.isolated"].bytes_moved(6) == 1
 
 
 def test_the_tool_checks_options_as_the_harness_does_and_sizes_buffers_as_it_allocates():

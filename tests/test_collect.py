@@ -88,6 +88,13 @@ def test_truncated_file_is_refused_with_a_clear_message(tmp_path):
     (lambda lines: lines[:2] + [lines[2][:-1] + ', "exit_skew_s": [1e-6, 2e-6]}'] + lines[3:],
      r"exit_skew_s at size 1 must be a list of 1 finite non-negative numbers of seconds, one per sample"),
     (lambda lines: lines[:2] + [lines[2][:-1] + ', "exit_skew_s": [-1e-6]}'] + lines[3:], "exit_skew_s at size 1"),
+    # pair times: one square matrix per sample, positive or null
+    (lambda lines: lines[:2] + [lines[2][:-1] + ', "pair_times_s": [[null, 1e-6, 1e-6]]}'] + lines[3:],
+     r"pair_times_s at size 1 must be 1 lists \(one per sample\) of ranks x ranks numbers"),
+    (lambda lines: lines[:2] + [lines[2][:-1] + ', "pair_times_s": [[null, 1e-6, 0, null]]}'] + lines[3:],
+     "pair_times_s at size 1"),
+    (lambda lines: lines[:2] + [lines[2][:-1] + ', "pair_times_s": [[null, 1e-6, 2e-6, null], []]}'] + lines[3:],
+     "pair_times_s at size 1"),
 ])
 def test_damaged_files_are_refused_with_file_and_line(tmp_path, mangle, expected):
     path = complete(tmp_path, "libA", "1N2P", 0, {1: [1e-06], 8: [3e-6]})
@@ -231,3 +238,41 @@ def test_a_dataset_in_the_older_dense_layout_is_converted_when_opened(tmp_path):
     dense.rename(sample="repetition").to_netcdf(tmp_path / "odd.nc")
     with pytest.raises(ValueError, match="odd.nc: a commbench dataset without samples in a known layout"):
         open_campaign(tmp_path / "odd.nc")
+
+
+def test_pair_times_land_in_their_own_variable_as_each_pairs_median_and_round_trip_through_netcdf(tmp_path):
+    """A kernel that times every pair writes a matrix per sample; the dataset keeps each pair's median
+    on (source_rank, destination_rank), only for the kernels that timed pairs."""
+    files = []
+    for launch in (0, 1):
+        samples = {1: [1e-6, 2e-6, 3e-6], 8: [4e-6]}
+        path = complete(tmp_path, "libA", "2N1P", launch, samples)
+        lines = path.read_text().splitlines()
+        # Two ranks: source x destination, row after row; null where a rank would time itself.
+        matrices = {1: [[None, 1e-6 * (launch + 1), 5e-6, None], [None, 3e-6 * (launch + 1), 7e-6, None],
+                        [None, 2e-6 * (launch + 1), 6e-6, None]], 8: [[None, 9e-6, 8e-6, None]]}
+        for number, line in enumerate(lines):
+            record = json.loads(line)
+            if record["record"] == "point":
+                record["pair_times_s"] = matrices[record["size"]]
+                lines[number] = json.dumps(record)
+        path.write_text("\n".join(lines) + "\n")
+        files.append(path)
+    files.append(complete(tmp_path, "libB", "2N1P", 0, {1: [1e-6], 8: [2e-6]}))   # no pair times
+    point = read_raw(files[0]).points[0]
+    assert point.pair_times_s.shape == (3, 2, 2) and np.isnan(point.pair_times_s[:, 0, 0]).all()
+
+    results, refused = read_all(files, on_error="record")
+    ds = build_dataset(campaign(), results, LIBRARIES, BUILDS, refused)
+    assert ds["pair_time"].dims == ("library", "placement", "pair_kernel", "size", "launch", "source_rank",
+                                    "destination_rank")
+    assert list(ds["pair_kernel"].values) == ["pingpong.send"]
+    cell = ds["pair_time"].sel(library="libA", placement="2N1P", pair_kernel="pingpong.send", size=1)
+    assert cell.sel(launch=0).values[0, 1] == pytest.approx(2e-6)     # the median of 1, 3 and 2 us
+    assert cell.sel(launch=1).values[0, 1] == pytest.approx(4e-6)
+    assert cell.sel(launch=0).values[1, 0] == pytest.approx(6e-6)
+    assert np.isnan(cell.sel(launch=0).values[0, 0])
+    assert np.isnan(ds["pair_time"].sel(library="libB")).all()
+    write_dataset(ds, tmp_path / "c.nc")
+    reopened = open_campaign(tmp_path / "c.nc")
+    np.testing.assert_array_equal(reopened["pair_time"].values, ds["pair_time"].values)

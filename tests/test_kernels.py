@@ -49,6 +49,14 @@ def test_kernel_runs_and_gives_sane_values(workspace, built, tmp_path, library, 
             assert point.errors is None
         else:
             assert point.errors == 0, f"{kernel} corrupted {point.errors} bytes at {point.size} B"
+        if catalogue()[kernel].pair_times:
+            # Every ordered pair timed in every sample, and nothing else.
+            pairs = point.pair_times_s
+            assert pairs.shape == (times.size, placement.nprocs, placement.nprocs)
+            off_diagonal = ~np.eye(placement.nprocs, dtype=bool)
+            assert np.isnan(pairs[:, ~off_diagonal]).all() and (pairs[:, off_diagonal] > 0).all()
+        else:
+            assert point.pair_times_s is None
 
 
 def test_integrity_limits_are_refused_with_a_reason(workspace, built, tmp_path):

@@ -39,6 +39,18 @@ def test_eight_nodes_five_repetitions_name_exactly_what_was_planted(kind, factor
         assert named == truth, (seed, found.nodes, found.links.sort_values("p").head())
 
 
+@pytest.mark.parametrize("factor", [2.0, 0.5])
+def test_a_node_twice_as_slow_on_quiet_links_reads_its_factor(factor):
+    """Quiet links (1% noise, as between virtual nodes) and a large effect: the fit must not give up a
+    node's every pair as outliers, which leaves its effect undetermined."""
+    quiet = syn.PairNoise(relative=0.01, pair_relative=0, node_relative=0, repetition_relative=0.05)
+    for seed in range(10):
+        found = find_slow_nodes_and_links(syn.pair_times(6, 3, noise=quiet, seed=seed, slow_nodes={seed % 6: factor}),
+                                          NAMES[:6])
+        assert list(found.nodes["node"][found.nodes["named"]]) == [NAMES[seed % 6]] and not found.links["named"].any()
+        assert found.nodes.loc[seed % 6, "effect"] == pytest.approx(factor - 1, abs=0.02)
+
+
 def test_sixteen_nodes_and_three_repetitions_also_name_a_planted_node_and_link():
     for seed in range(10):
         for n_nodes, repetitions in ((16, 5), (8, 3)):

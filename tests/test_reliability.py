@@ -615,7 +615,7 @@ def test_a_raw_file_is_made_in_place_without_a_second_copy(tmp_path):
     """A finished launch's output larger than the space left still becomes its raw file: the launch record
     goes in front of it in place (the space for it held from the start), and nothing is copied."""
     from commbench.io.atomic import WriteError
-    from commbench.io.raw import reserve_record_space, write_raw_file
+    from commbench.io.raw_writing import reserve_record_space, write_raw_file
 
     with small_disk(tmp_path / "disk", "2m") as disk:
         output, partial = disk / "launch0.jsonl", disk / "launch0.jsonl.partial"

@@ -59,6 +59,9 @@ struct cb_kernel {
     /* It computes between its calls and compares that computation with the same one before MPI started:
      * commbench-kernels times cb_compute before MPI_Init for it alone (70 ms at least). */
     int computes;
+    /* It times every ordered pair of ranks on its own, into ctx->pair_times: the point record then holds,
+     * per sample, the matrix of pair times (source x destination) beside the sample's own time. */
+    int pair_times;
     /* Its code, in kernels/<family>.c; NULL where the family was not built (the catalogue tool, or a
      * library whose mpi.h is older than mpi_major.mpi_minor or that the family did not compile with). */
     cb_run_fn *run;

@@ -40,6 +40,12 @@ struct cb_context {
      * keeps one per sample in exit_skews (rank 0, room for every sample of a size). */
     double exit_skew;
     double *exit_skews;
+    /* A kernel that times pairs (pair_times in its catalogue entry) adds into pair_times[source * nprocs +
+     * destination] each pair time it measured (seconds, summed over the batch's iterations; every rank has
+     * the matrix, zeroed before each batch, and fills what it timed). The harness sums the ranks' matrices
+     * on rank 0 after every sample and keeps one per sample, per iteration, in pair_samples (rank 0). */
+    double *pair_times;
+    double *pair_samples;
     char info[1024];       /* a JSON object a kernel may fill in setup: recorded as kernel_info */
 };
 
@@ -106,6 +112,8 @@ struct cb_point {
     double rse, mean, subtracted;
     long errors;       /* integrity errors over every rank */
     const double *exit_skews;   /* one per sample, or NULL: the kernel gave none */
+    const double *pair_samples; /* nprocs x nprocs per sample (source-major), or NULL: the kernel times no pairs */
+    int nprocs;
 };
 
 /* measure.c: the default timing, to a precision target */
@@ -119,6 +127,9 @@ double cb_run_batch(const struct cb_kernel *kernel, struct cb_context *ctx, size
 int cb_fixed_batches(const struct cb_options *o, long *per_batch);
 void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel, struct cb_context *ctx,
                      size_t size, double min_sample_time, double *samples, struct cb_point *point);
+/* After a sample of `iterations`: the ranks' pair times summed on rank 0 into sample `n`'s matrix, per
+ * iteration (a no-op for a kernel that times no pairs). Collective. */
+void cb_keep_pair_times(struct cb_context *ctx, long iterations, int n);
 /* The point record of samples taken (rank 0), with every rank's integrity errors. Collective. */
 void cb_finish_point(struct cb_context *ctx, const struct cb_stopping_rule *rule, const struct cb_running *running,
                      size_t size, long iterations, const double *samples, double subtracted, struct cb_point *point);

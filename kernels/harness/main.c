@@ -79,6 +79,12 @@ static int run_kernel(struct cb_context *ctx, int argc, char **argv)
     if (!error) error = cb_check_sizes(sizes, nsizes, ctx->type_size, problem_text, sizeof problem_text);
     if (!error) error = cb_check_kernel_sizes(kernel, &o.params, sizes, nsizes, ctx->type_size, problem_text,
                                               sizeof problem_text);
+    if (!error && kernel->pair_times && o.timing == CB_TIMING_OSU) {
+        /* --osu keeps every iteration as a sample (up to 10000 a size): with a matrix each, too much. */
+        snprintf(problem_text, sizeof problem_text, "%s times every pair of ranks and has no OSU counterpart: "
+                 "measure it without --osu", kernel->name);
+        error = problem_text;
+    }
     if (error) {
         if (ctx->rank == 0) fprintf(stderr, "commbench-kernels: %s\n", error);
         free(sizes);
@@ -105,6 +111,16 @@ static int run_kernel(struct cb_context *ctx, int argc, char **argv)
         failed = 1;
     }
     ctx->exit_skews = samples ? samples + room : NULL;   /* beside the samples: one per sample */
+    size_t pair_cells = (size_t)ctx->nprocs * (size_t)ctx->nprocs;
+    if (!failed && kernel->pair_times) {
+        ctx->pair_times = malloc(pair_cells * sizeof *ctx->pair_times);
+        if (ctx->rank == 0) ctx->pair_samples = malloc(room * pair_cells * sizeof *ctx->pair_samples);
+        if (!ctx->pair_times || (ctx->rank == 0 && !ctx->pair_samples)) {
+            fprintf(stderr, "commbench-kernels: rank %d cannot allocate pair times for %zu samples of %d ranks\n",
+                    ctx->rank, room, ctx->nprocs);
+            failed = 1;
+        }
+    }
     int any_failed = 0;
     MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_LOR, ctx->comm);
     if (any_failed) { status = 3; goto done; }
@@ -163,6 +179,9 @@ torn_down:
 done:
     if (out && out != stdout) fclose(out);
     free(samples);
+    free(ctx->pair_times);
+    free(ctx->pair_samples);
+    ctx->pair_times = ctx->pair_samples = NULL;
     free(sizes);
     free(ctx->send.base);
     free(ctx->recv.base);

@@ -2,6 +2,7 @@
  * iterations, and sampling one size until the stopping rule says enough. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 #include "stopping.h"
@@ -56,6 +57,7 @@ double cb_run_batch(const struct cb_kernel *kernel, struct cb_context *ctx, size
 {
     /* Only rank 0 reads the clock, as OSU's loops do: the others' timer calls would sit in its round trips. */
     ctx->exit_skew = NAN;   /* before the clock starts: nothing but the kernel is timed */
+    if (ctx->pair_times) memset(ctx->pair_times, 0, (size_t)ctx->nprocs * (size_t)ctx->nprocs * sizeof *ctx->pair_times);
     double t0 = ctx->rank == 0 ? cb_now(timer) : 0;
     double per_iteration = kernel->run(ctx, size, iterations);
     double elapsed = ctx->rank == 0 ? cb_now(timer) - t0 : 0;
@@ -145,6 +147,9 @@ void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel,
             samples[running.n] = units > 0 ? elapsed / ((double)iterations * units) : ctx->measured;
             subtracted += units > 0 ? 0 : ctx->subtracted;
             ctx->exit_skews[running.n] = ctx->exit_skew;
+        }
+        cb_keep_pair_times(ctx, iterations, running.n);
+        if (ctx->rank == 0) {
             cb_running_add(&running, samples[running.n]);
             double spent = cb_now(o->timer) - started;
             more = o->iterations ? running.n < planned && spent < o->max_point_time_s
@@ -153,6 +158,15 @@ void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel,
         MPI_Bcast(&more, 1, MPI_INT, 0, ctx->comm);
     }
     cb_finish_point(ctx, &rule, &running, size, iterations, samples, subtracted, point);
+}
+
+void cb_keep_pair_times(struct cb_context *ctx, long iterations, int n)
+{
+    if (!ctx->pair_times) return;
+    size_t cells = (size_t)ctx->nprocs * (size_t)ctx->nprocs;
+    double *kept = ctx->rank == 0 ? ctx->pair_samples + (size_t)n * cells : NULL;
+    MPI_Reduce(ctx->pair_times, kept, (int)cells, MPI_DOUBLE, MPI_SUM, 0, ctx->comm);
+    for (size_t i = 0; kept && i < cells; i++) kept[i] /= (double)iterations;
 }
 
 void cb_finish_point(struct cb_context *ctx, const struct cb_stopping_rule *rule, const struct cb_running *running,
@@ -165,5 +179,6 @@ void cb_finish_point(struct cb_context *ctx, const struct cb_stopping_rule *rule
     *point = (struct cb_point){.size = size, .iterations = iterations, .n = running->n, .samples = samples,
                                .settled = cb_running_settled(running, rule), .rse = cb_running_rse(running),
                                .mean = running->mean, .subtracted = running->n ? subtracted / running->n : 0,
-                               .errors = errors, .exit_skews = skews ? ctx->exit_skews : NULL};
+                               .errors = errors, .exit_skews = skews ? ctx->exit_skews : NULL,
+                               .pair_samples = ctx->pair_times ? ctx->pair_samples : NULL, .nprocs = ctx->nprocs};
 }

@@ -48,6 +48,7 @@ void cb_measure_size_osu(const struct cb_options *o, const struct cb_kernel *ker
             ctx->exit_skews[i] = ctx->exit_skew;
             cb_running_add(&running, samples[i]);
         }
+        cb_keep_pair_times(ctx, 1, (int)i);
     }
     ctx->iteration_base = 0;
     cb_finish_point(ctx, &rule, &running, size, 1, samples, subtracted, point);

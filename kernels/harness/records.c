@@ -126,6 +126,21 @@ void cb_write_point_record(FILE *out, const struct cb_point *p, int integrity)
         fputs("],\"exit_skew_s\":[", out);
         for (int i = 0; i < p->n; i++) fprintf(out, "%s%.9g", i ? "," : "", p->exit_skews[i]);
     }
+    if (p->pair_samples) {
+        /* Per sample, the matrix source x destination, row after row; null where no pair was timed (a
+         * rank and itself). */
+        fputs("],\"pair_times_s\":[", out);
+        size_t cells = (size_t)p->nprocs * (size_t)p->nprocs;
+        for (int i = 0; i < p->n; i++) {
+            fputs(i ? ",[" : "[", out);
+            for (size_t c = 0; c < cells; c++) {
+                double t = p->pair_samples[(size_t)i * cells + c];
+                if (t > 0) fprintf(out, "%s%.9g", c ? "," : "", t);
+                else fprintf(out, "%snull", c ? "," : "");
+            }
+            fputc(']', out);
+        }
+    }
     fputs("]}\n", out);
     fflush(out);
 }

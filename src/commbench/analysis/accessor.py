@@ -146,6 +146,16 @@ class CommbenchAccessor:
             tables = [empty.assign(**{dim: pd.Series(dtype=object) for dim in CURVE_DIMS})]
         return pd.concat(tables, ignore_index=True)[[*CURVE_DIMS, *COLUMNS]]
 
+    def pairs(self, library: str, placement: str, kernel: str, size: int, **options):
+        """Slow nodes and links seen by an all-pairs kernel (allpairs.*) at one size, its launches the
+        repetitions: node effects and link effects with intervals and which are named (a PairFindings;
+        `.named()` reads them as sentences). `options` go to find_slow_nodes_and_links (confidence,
+        min_effect); see commbench.analysis.network for the method."""
+        from commbench.analysis.network import find_slow_nodes_and_links, node_pair_times
+
+        times, nodes = node_pair_times(self._ds, library, placement, kernel, size)
+        return find_slow_nodes_and_links(times, nodes, **options)
+
     def guidelines(self, **options):
         """Measurements that the same library's other measurements contradict beyond noise (time
         that drops with size, a collective slower than a mock-up of simpler calls, Ssend faster than

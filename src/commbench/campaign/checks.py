@@ -80,6 +80,14 @@ def _check_consistency(config: dict, source: str) -> None:
             problems.append(f"placements: {placement['name']!r} has a switch with nodes: {placement['nodes']}, "
                             f"emulate: {placement.get('emulate', 'namespaces')}; a switch joins virtual nodes: "
                             "it needs nodes >= 2 and emulate: namespaces (or no emulate:)")
+        for fault in placement.get("faults", []):
+            if "network" not in placement or placement.get("emulate") == "loopback":
+                problems.append(f"placements: {placement['name']!r} plants faults: on its links, which needs virtual "
+                                "nodes with a network: (emulate: namespaces, or no emulate:)")
+                break
+            if fault["node"] >= placement["nodes"]:
+                problems.append(f"placements: {placement['name']!r} plants a fault on node {fault['node']}; its nodes "
+                                f"are 0 to {placement['nodes'] - 1}")
     known = set(names)
     for entry, spec in config["kernels"].items():
         sizes = spec["sizes"]

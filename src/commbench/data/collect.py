@@ -6,21 +6,20 @@ import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 import numpy as np
 import xarray as xr
 
-from commbench import __version__
 from commbench.campaign import Campaign
+from commbench.data.attributes import dataset_attributes
 from commbench.data.failures import library_failure, library_status
+from commbench.data.pairs import pair_medians, pair_variables
 from commbench.data.kernels import description_of, is_windowed, kernel_coordinates, recorded_timing, TIMING_LONG_NAME
 from commbench.data.sample_sinks import FileSamples, MemorySamples
 from commbench.data.samples import POINT_DIMS, STAT_COORDS, PointStatistics, point_statistics, start_variable
 from commbench.io import conventions
 from commbench.io.raw import LaunchResult, RawFileError, read_raw
 from commbench.launch import netem
-from commbench.launch.provenance import cpu_model, git_commit, os_description, source_hash
 
 RUN_DIMS = ("library", "placement", "kernel", "launch")
 
@@ -80,7 +79,9 @@ def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries
     _mark_refused(refused, axes, runs)
     coords = _coordinates(campaign, axes, sizes, runs, libraries, builds)
     data_vars = _data_variables(sink, points, runs)
-    attrs = _attributes(campaign, builds, runs, refused)
+    pair_coords, pair_vars = pair_variables(runs.pair_medians, axes.kernels, sizes, axes.run_shape)
+    coords, data_vars = coords | pair_coords, data_vars | pair_vars
+    attrs = dataset_attributes(campaign, builds, runs, refused)
     return conventions.describe(xr.Dataset(data_vars, coords=coords, attrs=attrs),
                                 description=campaign.config.get("description", ""))
 
@@ -124,6 +125,8 @@ class _RunRecords:
     measured_on: dict[str, tuple[str, bool, str]] = field(default_factory=dict)
     link_shaper: dict[str, str] = field(default_factory=dict)   # placement -> netem | wire | tbf (launch.netem)
     switch_shaper: dict[str, str] = field(default_factory=dict)   # placement -> netem | tbf
+    # (run cell, size) -> (ranks, ranks) median pair times, of kernels that time pairs (commbench.data.pairs)
+    pair_medians: dict = field(default_factory=dict)
 
     @classmethod
     def blank(cls, campaign: Campaign, axes: _Axes) -> _RunRecords:
@@ -196,6 +199,8 @@ def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecor
         points = sorted(enumerate(result.points), key=lambda item: item[1].size)   # RAGGED_ORDER: by size
         for _, point in points:
             sink.add(cell + (point.size,), point.samples)
+            if point.pair_times_s is not None:
+                runs.pair_medians[cell, point.size] = pair_medians(point.pair_times_s)
         records = np.array([(order, p.settled, p.rse, p.iters_per_sample,
                              np.nan if p.errors is None else p.errors, p.subtracted_s,
                              np.nan if p.exit_skew_s is None else np.median(p.exit_skew_s)) for order, p in points],
@@ -289,6 +294,8 @@ def _coordinates(campaign: Campaign, axes: _Axes, sizes: list[int], runs: _RunRe
                                      else 0.0 for p in placement_specs], {"units": "s", "long_name": "emulated link delay"}),
         "link_loss": ("placement", [float(p.get("network", {}).get("loss", 0)) for p in placement_specs],
                       {"units": "percent", "long_name": "emulated link's packet loss"}),
+        "faults": ("placement", [json.dumps(p.get("faults", []), sort_keys=True) for p in placement_specs],
+                   {"long_name": "faults planted on virtual nodes' links: node, and its rate, delay or loss (JSON)"}),
         "link_shaper": ("placement", [runs.link_shaper.get(name, "") for name in axes.placements],
                         {"long_name": "what made the emulated links: netem (every packet serialised at the rate), "
                                       "wire (a process per virtual node, every frame serialised) or tbf (a token "
@@ -366,33 +373,4 @@ def _data_variables(sink, points: _PointRecords, runs: _RunRecords) -> dict:
                                                                   "set for the launch (JSON; empty: not recorded)"}),
         "kernel_info": (RUN_DIMS, runs.kernel_info.astype(str),
                         {"long_name": "what the kernel recorded of its set-up (JSON), e.g. MPI-IO hints"}),
-    }
-
-
-def _attributes(campaign: Campaign, builds: dict[str, dict], runs: _RunRecords,
-                refused: list[RawFileError]) -> dict:
-    """The dataset's provenance: the campaign, the code and builds that ran it, and the hosts."""
-    flags = sorted({b["cflags"] for b in builds.values() if "cflags" in b})
-    return {
-        "campaign": campaign.name,
-        "campaign_file": campaign.source,
-        "campaign_config": json.dumps(campaign.config, sort_keys=True),
-        "config_hash": campaign.config_hash,
-        "kernel_source_hash": source_hash(),
-        "commbench_version": __version__,
-        "git_commit": git_commit(),
-        "compilers": json.dumps({m: builds[m].get("compiler_command", "") for m in sorted(builds)}),
-        "build_warnings": json.dumps({m: builds[m].get("warnings", []) for m in sorted(builds)
-                                      if builds[m].get("warnings")}),
-        "compiler_flags": " | ".join(flags),
-        "hosts": ",".join(sorted(runs.all_hosts)),
-        "cpu_model": cpu_model(),
-        "os": os_description(),
-        "timer_resolution_s": (float(np.nanmin(runs.resolution)) if np.isfinite(runs.resolution).any()
-                               else np.nan),
-        "first_launch": min((s for s in runs.started.ravel() if s), default=""),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "refused_files": json.dumps([str(e) for e in refused]),
-        # The seed of the launches' order in each round (commbench.campaign.rounds), where it ran in rounds.
-        **({"round_seed": campaign.round_seed} if campaign.round_seed is not None else {}),
     }

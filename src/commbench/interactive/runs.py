@@ -20,7 +20,8 @@ import xarray as xr
 from commbench.campaign import Campaign, validate_campaign
 from commbench.data.collect import build_dataset
 from commbench.interactive.engines import Engines
-from commbench.io.raw import Point, failure_reason, launch_record, read_complete_output, read_raw, write_raw_file
+from commbench.io.raw import Point, read_complete_output, read_raw
+from commbench.io.raw_writing import failure_reason, launch_record, write_raw_file
 from commbench.launch import locks
 
 # Keys of run()'s options that belong to the campaign's `precision`, not to the kernel entry.

@@ -1,11 +1,11 @@
-"""Reading and writing raw launch files (JSON Lines): a launch record, then run, point... and end records.
+"""Reading raw launch files (JSON Lines): a launch record, then run, point... and end records.
 
 A file is accepted whole or refused whole: one that lacks its end record, has a
 malformed line, an unknown schema version or impossible values raises
 RawFileError naming the file and line. A launch that failed is a complete file
 too: its launch record says so and it carries no measurements.
 
-A file is written whole or not at all (beside its place, then renamed), and the
+A file is written whole or not at all (commbench.io.raw_writing: beside its place, then renamed), and the
 kernel's output goes into it only when it ends in an ok end record: partial
 output is never merged. The kernel's output becomes the raw file by a rename, its
 launch record put in front of it in place, so that writing it never needs a
@@ -15,17 +15,13 @@ launch that had finished.
 
 from __future__ import annotations
 
-import errno
 import json
-from datetime import datetime, timezone
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from commbench.io.atomic import WriteError, replacing, write_failure
 
 RAW_SCHEMA = 1                 # the version of the records this package writes
 KNOWN_SCHEMAS = {RAW_SCHEMA}   # the versions it reads
@@ -50,6 +46,9 @@ class Point:
     errors: int | None
     subtracted_s: float = math.nan   # what the kernel timed beside its (raw) samples, to be subtracted
     exit_skew_s: np.ndarray | None = None   # per sample, how far apart the ranks finished (window timing)
+    # (samples, ranks, ranks): per sample, seconds per message from each source rank to each destination
+    # (NaN: not timed, a rank and itself); None unless the kernel times pairs (allpairs)
+    pair_times_s: np.ndarray | None = None
 
 
 @dataclass
@@ -158,16 +157,47 @@ def _point(record: dict, path, number: int) -> Point:
     subtracted = record.get("subtracted_s")
     if subtracted is not None and _finite(subtracted) is None:
         raise RawFileError(path, number, f"subtracted_s must be a finite number or null, got {subtracted!r}")
-    skews = record.get("exit_skew_s")
-    if skews is not None:
-        skews = _exit_skews(skews, len(times))
-        if skews is None:
-            raise RawFileError(path, number, f"exit_skew_s at size {size} must be a list of {len(times)} finite "
-                                             "non-negative numbers of seconds, one per sample")
+    n = len(times)
+    skews = _per_sample(record, "exit_skew_s", _exit_skews, n, path, number,
+                        f"a list of {n} finite non-negative numbers of seconds, one per sample")
+    pairs = _per_sample(record, "pair_times_s", _pair_times, n, path, number,
+                        f"{n} lists (one per sample) of ranks x ranks numbers of seconds, each positive or null")
     return Point(size=size, samples=times, iters_per_sample=iters, settled=settled,
                  # The kernel writes -1 where the error is undefined (a single sample).
                  rse=math.nan if rse is None or rse < 0 else float(rse), errors=errors,
-                 subtracted_s=math.nan if subtracted is None else float(subtracted), exit_skew_s=skews)
+                 subtracted_s=math.nan if subtracted is None else float(subtracted), exit_skew_s=skews,
+                 pair_times_s=pairs)
+
+
+def _per_sample(record: dict, key: str, parse, samples: int, path, number: int, expected: str):
+    """A point's optional per-sample field `key` parsed by `parse` (None where absent); RawFileError
+    saying what it must be where `parse` refuses it."""
+    value = record.get(key)
+    if value is None:
+        return None
+    parsed = parse(value, samples)
+    if parsed is None:
+        raise RawFileError(path, number, f"{key} at size {record['size']} must be {expected}")
+    return parsed
+
+
+def _pair_times(pairs, samples: int) -> np.ndarray | None:
+    """A point's pair times as (samples, ranks, ranks) float64 seconds, NaN for null; None unless one
+    square matrix per sample, every time positive and finite or null."""
+    if not isinstance(pairs, list) or len(pairs) != samples or not all(isinstance(m, list) for m in pairs):
+        return None
+    cells = {len(matrix) for matrix in pairs}
+    ranks = math.isqrt(cells.pop()) if len(cells) == 1 else 0
+    if ranks < 2 or ranks * ranks != len(pairs[0]):
+        return None
+    flat = [value for matrix in pairs for value in matrix]
+    if not set(map(type, flat)) <= {float, int, type(None)}:
+        return None
+    values = np.array([np.nan if value is None else value for value in flat], dtype=np.float64)
+    timed = values[np.isfinite(values)]
+    if np.isinf(values).any() or (timed <= 0).any():
+        return None
+    return values.reshape(samples, ranks, ranks)
 
 
 def _exit_skews(skews, samples: int) -> np.ndarray | None:
@@ -300,96 +330,3 @@ def read_complete_output(path: Path) -> tuple[list[str], str | None]:
     if last.get("record") != "end" or last.get("status") != "ok":
         return lines, "the kernel's output has no ok end record"
     return lines, None
-
-
-def launch_record(status: str, meta: dict, started=None, **details) -> dict:
-    """A raw file's first record: the launch's `status`, what it was (`meta`: library, placement,
-    kernel, launch...), when it started (now, where it never did) and `details` (command, environment,
-    exit code, reason...). The one place a launch record is made, by campaigns and interactive runs."""
-    when = started or datetime.now(timezone.utc)
-    return {"record": "launch", "schema": RAW_SCHEMA, "status": status, **meta,
-            # Milliseconds: a round's short launches follow each other within a second.
-            "started": when.isoformat(timespec="milliseconds"), **details}
-
-
-def failure_reason(status: str, exit_code: int | None, problem: str | None, timeout_s: float) -> str:
-    """Why a launch that ran gave no data, in the same words wherever it ran."""
-    if status == "timeout":
-        return f"killed after the {timeout_s:g} s timeout"
-    if problem and not exit_code:
-        return problem
-    return f"exit code {exit_code}"
-
-
-# Space held beside a raw file while its launch runs, given back to write the launch record: a kernel
-# that fills the disk still leaves room for the record saying what happened. A launch record with a
-# console tail is a few KiB.
-RECORD_RESERVE_BYTES = 64 << 10
-
-
-def reserve_record_space(output: Path) -> Path:
-    """Holds RECORD_RESERVE_BYTES of disk beside `output` for its launch record (write_raw_file gives
-    them back); WriteError where even that much is not free, and nothing is left behind."""
-    reserve = _reserve_path(output)
-    try:
-        with open(reserve, "wb") as file:
-            _allocate(file.fileno(), RECORD_RESERVE_BYTES)
-    except OSError as error:
-        reserve.unlink(missing_ok=True)
-        raise write_failure(error, output) from error
-    return reserve
-
-
-def write_raw_file(output: Path, record: dict, partial: Path, with_output: bool) -> None:
-    """The launch's raw file, whole or not at all: its launch record, then (`with_output`: a launch that
-    gave data) the kernel's output in `partial`. The record goes in front of the output in the
-    partial file itself, which is then renamed: no second copy of the output is ever made. A launch
-    that gave no data gets a file of its record alone, and its partial output goes. On failure,
-    WriteError names the file and the cause, and neither the partial output nor a temporary is left."""
-    output, partial = Path(output), Path(partial)
-    _reserve_path(output).unlink(missing_ok=True)   # the space held for this record
-    line = json.dumps(record).encode() + b"\n"
-    try:
-        if with_output:
-            _prepend(partial, line)
-            os.replace(partial, output)
-            return
-        partial.unlink(missing_ok=True)             # before writing: the space it held is free again
-        with replacing(output) as tmp:
-            tmp.write_bytes(line)
-    except WriteError:
-        partial.unlink(missing_ok=True)
-        raise
-    except OSError as error:
-        partial.unlink(missing_ok=True)
-        raise write_failure(error, output) from error
-
-
-def _reserve_path(output: Path) -> Path:
-    return Path(output).with_name(Path(output).name + ".reserved")
-
-
-def _prepend(path: Path, line: bytes) -> None:
-    """`line` in front of the file's contents, in place: the file grows by the line alone, and that
-    space is claimed before any byte is overwritten (where the file system can claim it ahead), so a
-    full disk fails it with the file unchanged."""
-    with open(path, "r+b") as file:
-        body = file.read()
-        if body and not body.endswith(b"\n"):
-            body += b"\n"
-        _allocate(file.fileno(), len(line) + len(body))
-        file.seek(0)
-        file.write(line)
-        file.write(body)
-        file.flush()
-        os.fsync(file.fileno())
-
-
-def _allocate(fd: int, size: int) -> None:
-    """Claims `size` bytes of disk for the file; a file system that cannot say ahead (EOPNOTSUPP, as
-    some network file systems) is written without."""
-    try:
-        os.posix_fallocate(fd, 0, size)
-    except OSError as error:
-        if error.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
-            raise

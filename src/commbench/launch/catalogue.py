@@ -45,6 +45,7 @@ class Kernel:
     tags: tuple[str, ...]     # what the report groups it with
     mpi_version: str          # the MPI version its calls need ("0.0": any)
     scratch_files: str = ""   # the scratch files a launch makes, with {ranks} and {size} in place of numbers
+    pair_times: bool = False  # it times every ordered pair of ranks (a matrix per sample: pair_times_s)
 
     @classmethod
     def from_json(cls, record: dict) -> Kernel:
@@ -53,7 +54,8 @@ class Kernel:
                    bytes_factor=float(record["bytes_moved"]["factor"]), bytes_per=record["bytes_moved"]["per"],
                    slots=record["slots"], windowed=bool(record["windowed"]), options=tuple(record["options"]),
                    tags=tuple(record["tags"]), mpi_version=record["mpi_version"],
-                   scratch_files=record.get("scratch", {}).get("files", ""))
+                   scratch_files=record.get("scratch", {}).get("files", ""),
+                   pair_times=bool(record.get("pair_times", False)))
 
     def bytes_moved(self, nprocs: float) -> float:
         """Bytes moved per unit of the metric, in message sizes, on `nprocs` ranks (NaN where it

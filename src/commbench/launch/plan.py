@@ -61,8 +61,9 @@ def emulation_of(placement: Placement) -> str:
     reason = vnodes.unavailable_reason()
     if reason is None:
         return "namespaces"
-    if placement.emulate == "namespaces" or placement.switch:
-        wanted = "emulate: namespaces" if placement.emulate == "namespaces" else "a switch:"
+    if placement.emulate == "namespaces" or placement.switch or placement.faults:
+        wanted = ("emulate: namespaces" if placement.emulate == "namespaces" else "a switch:" if placement.switch
+                  else "faults:")
         raise Unsupported(f"placement {placement.name} has {wanted}, which needs virtual nodes: {reason}")
     return "loopback"
 

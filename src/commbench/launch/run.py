@@ -37,8 +37,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from commbench.io.atomic import NEARLY_FULL_BYTES, WriteError, free_bytes
-from commbench.io.raw import (NOT_RUN, failure_reason, launch_record, read_complete_output, reserve_record_space,
-                              write_raw_file)
+from commbench.io.raw import NOT_RUN, read_complete_output
+from commbench.io.raw_writing import failure_reason, launch_record, reserve_record_space, write_raw_file
 from commbench.launch import locks, netem
 from commbench.launch import vnodes
 from commbench.launch.libraries import in_environment
@@ -147,7 +147,7 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
     allocation = slurm_allocation(os.environ)
     placement = replace(placement, hosts=allocated_hosts({**os.environ, **allocation}))
     meta = {**meta, "transport": placement.transport, "emulated": placement.emulated, "network": placement.network,
-            "switch": placement.switch}
+            "switch": placement.switch, **({"faults": placement.faults} if placement.faults else {})}
     cluster = None
     try:
         meta["emulation"] = emulation_of(placement)
@@ -159,7 +159,8 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
             if placement.network and meta["link_shaper"] in netem.QUEUEING_SHAPERS:
                 netem.link_arguments(placement.network, meta["link_shaper"])   # refuses what this host cannot make
         if meta["emulation"] == "namespaces":
-            cluster = cleanup.enter_context(vnodes.virtual_cluster(placement.nodes, placement.network, placement.switch))
+            cluster = cleanup.enter_context(vnodes.virtual_cluster(placement.nodes, placement.network, placement.switch,
+                                                                   faults=placement.faults))
         plan = plan_launch(installation, placement, str(Path(binary).resolve()), kernel_args,
                            str(partial.resolve()), library_env, cluster=cluster)
     except Unsupported as refusal:

@@ -18,6 +18,7 @@ from commbench.campaign import kernel_of
 from commbench.data.kernels import catalogue_kernels_tagged, kernel_tags
 from commbench.report.analysis_table import ReportData, _rows_of
 from commbench.report.elements import Figure, Skipped
+from commbench.report.network_figures import pair_matrices
 from commbench.report.overlap_figure import availability_against_size, overlap_against_size
 from commbench.report.plotting import (MAX_CURVES, _curves, _line_and_points, _size_options, _small_multiples,
                                        _time_and_bandwidth)
@@ -309,7 +310,8 @@ PAGES = (("", (library_comparison, placement_comparison, small_messages)),
                              availability_against_size)),
          ("patterns", (patterns,)),
          ("collectives", (collectives_against_ranks, collective_bounds)),
-         ("io", (io_against_tasks, io_strategies)))
+         ("io", (io_against_tasks, io_strategies)),
+         ("network", (pair_matrices,)))
 FIGURES = tuple(make for _, makers in PAGES for make in makers)
 
 

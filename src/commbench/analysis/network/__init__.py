@@ -1,5 +1,6 @@
 """The network as a whole: which node or link of an all-pairs measurement is slow."""
 
-from commbench.analysis.network.pairs import PairFindings, find_slow_nodes_and_links
+from commbench.analysis.network.matrices import node_pair_times
+from commbench.analysis.network.pairs import MIN_NODES, PairFindings, find_slow_nodes_and_links
 
-__all__ = ["PairFindings", "find_slow_nodes_and_links"]
+__all__ = ["MIN_NODES", "PairFindings", "find_slow_nodes_and_links", "node_pair_times"]

@@ -101,10 +101,10 @@ def _node_and_pair_effects(log_times: np.ndarray) -> tuple[np.ndarray, np.ndarra
     # The node effects are defined up to a constant that m takes: pin them to sum zero.
     design = np.vstack([design, np.r_[0.0, np.ones(n)]])
     y = np.r_[log_times[sources, destinations], 0.0]
-    # The start: each node's median pair (both directions) against the median node, which one slow
-    # link among a node's n - 1 pairs cannot move.
+    # The start: each node's median pair (both directions) against the median node (m + u_k + the
+    # median other node's u), which one slow link among a node's n - 1 pairs cannot move.
     through = np.array([np.nanmedian(np.r_[log_times[k], log_times[:, k]]) for k in range(n)])
-    start_nodes = (through - np.median(through)) / 2
+    start_nodes = through - np.median(through)
     start_nodes -= start_nodes.mean()
     start_level = np.nanmedian(log_times - start_nodes[:, None] - start_nodes[None, :])
     coefficients = _biweight_fit(y, design, np.r_[start_level, start_nodes])

@@ -42,6 +42,7 @@ class VirtualCluster:
     network: dict | None = None    # {"rate": "1gbit", "mtu": 1500} on every link
     switch: dict | None = None     # {"rate": "1gbit"}: all traffic through the bridge together
     host_address: str | None = None  # this host's address on the bridge, when it talks to the nodes
+    faults: list | None = None     # [{"node": 3, "rate": "10mbit"}]: one node's link other than network's
     cpuset_root: Path | None = field(default=None, repr=False)
 
     @property
@@ -52,6 +53,13 @@ class VirtualCluster:
     def exec_script(self) -> Path:
         """ssh-like: `node-exec [ssh options] HOST COMMAND...` runs COMMAND on the virtual node HOST."""
         return self.directory / "node-exec"
+
+    def link_of(self, index: int) -> dict | None:
+        """The network of node `index`'s link: the cluster's, with what a planted fault changes."""
+        if self.network is None:
+            return None
+        planted = [fault for fault in self.faults or [] if fault["node"] == index]
+        return {**self.network, **{key: value for fault in planted for key, value in fault.items() if key != "node"}}
 
     @property
     def hostnames(self) -> list[str]:
@@ -140,7 +148,7 @@ def _free_subnet() -> str:
 
 def plan(nodes: int, network: dict | None = None, switch: dict | None = None,
          cpus: list[tuple[int, ...]] | None = None, host_address: bool = False,
-         hostname: str = "vnode{}") -> VirtualCluster:
+         hostname: str = "vnode{}", faults: list | None = None) -> VirtualCluster:
     """A cluster's names, addresses and CPUs; nothing is made yet."""
     if not 1 <= nodes <= MAX_NODES:
         raise VirtualNodesError(f"{nodes} virtual nodes: between 1 and {MAX_NODES} can be made")
@@ -151,6 +159,6 @@ def plan(nodes: int, network: dict | None = None, switch: dict | None = None,
     return VirtualCluster(
         name=PREFIX + secrets.token_hex(3),
         nodes=[VirtualNode(hostname.format(i), f"{subnet}.{i + 1}", tuple(cpus[i])) for i in range(nodes)],
-        network=network, switch=switch, host_address=f"{subnet}.254" if host_address else None,
+        network=network, switch=switch, host_address=f"{subnet}.254" if host_address else None, faults=faults,
         cpuset_root=cpuset_root())
 

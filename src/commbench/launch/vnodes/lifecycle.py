@@ -148,7 +148,7 @@ def _cpu_list(cpus) -> str:
 def _make_network(cluster: VirtualCluster) -> None:
     mtu = str((cluster.network or {}).get("mtu", 1500))
     shaper = netem.shaper("namespaces") if cluster.network else None
-    link_qdisc = netem.link_arguments(cluster.network, shaper) if shaper in netem.QUEUEING_SHAPERS else None
+    queueing = shaper in netem.QUEUEING_SHAPERS
     switch_qdisc = netem.switch_arguments(cluster.switch, int(mtu)) if cluster.switch else None
     # Bridged frames skip the host's packet filter: a FORWARD policy of DROP (Docker's) would
     # otherwise drop traffic between nodes.
@@ -176,6 +176,7 @@ def _make_network(cluster: VirtualCluster) -> None:
         _run(["ip", "-n", netns, "link", "set", "lo", "up"])
         _run(["ip", "-n", netns, "link", "set", "eth0", "mtu", mtu, "up"])
         _run(["ip", "-n", netns, "addr", "add", f"{node.address}/24", "dev", "eth0"])
+        link_qdisc = netem.link_arguments(cluster.link_of(index), shaper) if queueing else None
         if link_qdisc:   # the link's one shaper, in the node, for what it sends and receives
             _run(["ip", "-n", netns, "link", "add", LINK_SHAPER, "type", "ifb"])
             _run(["ip", "-n", netns, "link", "set", LINK_SHAPER, "mtu", mtu, "up"])
@@ -189,7 +190,7 @@ def _start_wire(cluster: VirtualCluster, node, index: int) -> None:
     """The node's link process: its eth0 (a TAP device) to its uplink, at the network's rate, delay and loss,
     on the node's CPUs (as a network card's interrupts are handled on its host's; left free to move, it
     changed cores during a sweep and each core's wake-up cost differed: 9 us steps between sizes)."""
-    network = cluster.network
+    network = cluster.link_of(index)
     try:
         process = wire.start(cluster.netns(node) + LINK_NETNS, "eth0", UPLINK,
                              cluster.directory / f"{node.hostname}.wire.log", netem.rate_bits_per_s(network["rate"]),

@@ -2,7 +2,7 @@
 hosts, virtual nodes on one host, or one host's loopback), the transport, the links' rate and MTU, the
 hosts, the environment commbench's launcher set and the CPUs each rank could run on, every one read
 from what the dataset recorded (`emulation`, `transport`, `network_rate`, `mtu`, `link_delay`, `link_loss`,
-`link_shaper`, `switch_rate`, `switch_shaper` on the placement; `hosts`, `launch_env`, `cpu_binding` per launch); what it lacks is NOT_RECORDED."""
+`link_shaper`, `switch_rate`, `switch_shaper`, `faults` on the placement; `hosts`, `launch_env`, `cpu_binding` per launch); what it lacks is NOT_RECORDED."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def placements_section(facts: _Facts):
     ds = facts.ds
     coords = {name: facts.coord(name, "placement") for name in
               ("nodes", "ppn", "transport", "emulated", "emulation", "network_rate", "mtu", "switch_rate",
-               "link_delay", "link_loss", "link_shaper", "switch_shaper")}
+               "link_delay", "link_loss", "link_shaper", "switch_shaper", "faults")}
     items = [f"{placement}: {'; '.join(_placement(facts, placement, {k: v.get(placement) for k, v in coords.items()}))}."
              for placement in (str(p) for p in ds["placement"].values)]
     # A placement no launch of which gave data recorded nothing of how it ran.
@@ -119,7 +119,21 @@ def _link(rate_bits, mtu, emulation: str, get: dict) -> str:
             f"{f'{int(mtu)} B' if mtu else NOT_RECORDED}"
             + (f" (bulk TCP payload at most {goodput:.4g} MB/s after IP and TCP headers)" if goodput else "")
             + f", {_shaper(get.get('link_shaper'))}"
-            + "".join(f", with {fault}" for fault in faults if fault))
+            + "".join(f", with {fault}" for fault in faults if fault) + _planted(get.get("faults")))
+
+
+def _planted(recorded) -> str:
+    """The faults planted on single nodes' links (the `faults` coordinate, JSON), as Methods says them."""
+    from commbench.launch.netem import rate_bits_per_s
+
+    faults = json.loads(recorded) if isinstance(recorded, str) and recorded else []
+    said = []
+    for fault in faults:
+        what = ([f"{rate_bits_per_s(fault['rate']) / 1e6:g} Mbit/s"] if "rate" in fault else []) \
+            + ([f"a delay of {fault['delay']}"] if "delay" in fault else []) \
+            + ([f"a loss of {fault['loss']:g}% of packets"] if "loss" in fault else [])
+        said.append(f"node {fault['node']}'s link {' and '.join(what)}")
+    return f"; faults planted for validation: {', '.join(said)}" if said else ""
 
 
 def _ok_launches(facts: _Facts, name: str, placement: str):

@@ -1,0 +1,121 @@
+/* Every ordered pair of ranks, each timed on its own: the network as a whole (mpiGraph's all-pairs
+ * pattern, and one pair at a time for the links alone). Each pair time is seconds per message of
+ * the size, of a window of --window messages, so that size / pair time is the pair's bandwidth. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <time.h>
+
+#include "patterns.h"
+
+enum { MAX_WINDOW = 1024, TAG_DATA = 11, TAG_READY = 12, TAG_ACK = 13 };
+
+static int window_of(const struct cb_context *ctx)
+{
+    return ctx->params.window < MAX_WINDOW ? ctx->params.window : MAX_WINDOW;
+}
+
+/* A barrier that leaves the CPU to others while it waits: ranks may outnumber cores (eight virtual
+ * nodes on two), and a rank spinning in MPI_Barrier would slow the pair that is being timed. */
+static void polite_barrier(MPI_Comm comm)
+{
+    const struct timespec pause = {0, 20000};
+    MPI_Request request;
+    int done = 0;
+    MPI_Ibarrier(comm, &request);
+    for (MPI_Test(&request, &done, MPI_STATUS_IGNORE); !done; MPI_Test(&request, &done, MPI_STATUS_IGNORE))
+        nanosleep(&pause, NULL);
+}
+
+/* MPI_Waitall that gives the core away between polls. Ranks may share a core with others and with the
+ * processes that carry a virtual node's link: a rank spinning in MPI_Waitall kept a wire that shared
+ * its core from sending its frames until the scheduler took the core from it, and single pairs of a
+ * clean cluster read 30-40% slow in every launch. */
+static void yielding_waitall(int count, MPI_Request *requests)
+{
+    int done = 0;
+    for (MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE); !done;
+         MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE))
+        sched_yield();
+}
+
+static void yielding_recv(void *buffer, int count, int peer, int tag, MPI_Comm comm)
+{
+    MPI_Request request;
+    MPI_Irecv(buffer, count, MPI_CHAR, peer, tag, comm, &request);
+    yielding_waitall(1, &request);
+}
+
+static void post_window(struct cb_context *ctx, size_t size, int peer, int sending, long iteration,
+                        MPI_Request *requests)
+{
+    int window = window_of(ctx), count = cb_count(ctx, size);
+    for (int j = 0; j < window; j++) {
+        if (sending) {
+            unsigned char *out = cb_message(&ctx->send, j);
+            cb_fill(ctx, out, size, iteration * window + j, 0);
+            MPI_Isend(out, count, ctx->datatype, peer, TAG_DATA, ctx->comm, &requests[j]);
+        } else {
+            MPI_Irecv(cb_message(&ctx->recv, j), count, ctx->datatype, peer, TAG_DATA, ctx->comm, &requests[j]);
+        }
+    }
+}
+
+static void check_window(struct cb_context *ctx, size_t size, long iteration)
+{
+    int window = window_of(ctx);
+    for (int j = 0; j < window; j++) cb_check(ctx, cb_message(&ctx->recv, j), size, iteration * window + j, 0);
+}
+
+/* Shifted rounds: in round k (1 .. P-1) rank r sends a window to r + k and receives one from r - k, every
+ * rank at once, a barrier before each round. The receiver times from the round's start to its last
+ * message: the pair (r - k -> r) under the load of every other pair. */
+double allpairs_shifted(struct cb_context *ctx, size_t size, long iterations)
+{
+    MPI_Request requests[2 * MAX_WINDOW];
+    int nprocs = ctx->nprocs, rank = ctx->rank, window = window_of(ctx);
+    for (long i = 0; i < iterations; i++)
+        for (int k = 1; k < nprocs; k++) {
+            int to = (rank + k) % nprocs, from = (rank - k + nprocs) % nprocs;
+            MPI_Barrier(ctx->comm);
+            double started = cb_now(ctx->timer);
+            post_window(ctx, size, from, 0, i, requests);
+            post_window(ctx, size, to, 1, i, requests + window);
+            yielding_waitall(window, requests);
+            ctx->pair_times[from * nprocs + rank] += (cb_now(ctx->timer) - started) / window;
+            yielding_waitall(window, requests + window);
+            check_window(ctx, size, i);
+        }
+    return (double)(nprocs - 1) * window;
+}
+
+/* One pair at a time, every ordered pair in turn, the other ranks waiting politely: the pair's links
+ * alone. The destination posts its receives and says so; the source times its window from then until
+ * the destination acknowledges the last message (osu_bw's window and acknowledgement). */
+double allpairs_isolated(struct cb_context *ctx, size_t size, long iterations)
+{
+    MPI_Request requests[MAX_WINDOW];
+    int nprocs = ctx->nprocs, rank = ctx->rank, window = window_of(ctx);
+    char token = 0;
+    for (long i = 0; i < iterations; i++)
+        for (int source = 0; source < nprocs; source++)
+            for (int destination = 0; destination < nprocs; destination++) {
+                if (source == destination) continue;
+                polite_barrier(ctx->comm);
+                if (rank == source) {
+                    yielding_recv(&token, 1, destination, TAG_READY, ctx->comm);
+                    double started = cb_now(ctx->timer);
+                    post_window(ctx, size, destination, 1, i, requests);
+                    yielding_waitall(window, requests);
+                    yielding_recv(&token, 1, destination, TAG_ACK, ctx->comm);
+                    ctx->pair_times[source * nprocs + destination] += (cb_now(ctx->timer) - started) / window;
+                } else if (rank == destination) {
+                    post_window(ctx, size, source, 0, i, requests);
+                    MPI_Send(&token, 1, MPI_CHAR, source, TAG_READY, ctx->comm);
+                    yielding_waitall(window, requests);
+                    MPI_Send(&token, 1, MPI_CHAR, source, TAG_ACK, ctx->comm);
+                    check_window(ctx, size, i);
+                }
+            }
+    polite_barrier(ctx->comm);
+    return (double)nprocs * (nprocs - 1) * window;
+}

@@ -1,0 +1,72 @@
+"""The report's figures of all-pairs kernels (allpairs.*): a heatmap of every pair's bandwidth per
+library, placement and kernel at its largest size, captioned with the slow nodes and links the
+campaign's launches name (commbench.analysis.network)."""
+
+from __future__ import annotations
+
+import warnings
+
+import hvplot.pandas  # noqa: F401  (registers DataFrame.hvplot)
+import numpy as np
+import pandas as pd
+
+from commbench.analysis.network import MIN_NODES, find_slow_nodes_and_links, node_pair_times
+from commbench.report.analysis_table import ReportData
+from commbench.report.elements import Figure, Skipped
+from commbench.units import format_size
+
+WHY = "needs an all-pairs kernel (allpairs.*)"
+
+
+def _matrix_rows(times: np.ndarray, nodes: list[str], size: int) -> pd.DataFrame:
+    """One row per node pair: its bandwidth (MB/s) from the median over launches (NaN: not measured)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="All-NaN slice", category=RuntimeWarning)   # the diagonal
+        median = np.nanmedian(times, axis=2)
+    # Every cell, the diagonal's and unmeasured pairs' empty: the axes then keep the nodes' order.
+    rows = [{"source": nodes[a], "destination": nodes[b], "bandwidth_MBps": size / median[a, b] / 1e6}
+            for a in range(len(nodes)) for b in range(len(nodes))]
+    return pd.DataFrame(rows)
+
+
+def _findings(times: np.ndarray, nodes: list[str]) -> str:
+    """What the launches name, as the caption says it."""
+    if len(nodes) < MIN_NODES or times.shape[2] < 2:
+        return (f" Slow nodes and links are named from {MIN_NODES} nodes and two launches on; this has "
+                f"{len(nodes)} nodes and {times.shape[2]} launch(es).")
+    found = find_slow_nodes_and_links(times, nodes)
+    named = found.named()
+    return (f" Named over its {found.repetitions} launches (changes significantly beyond {found.min_effect:.0%}, "
+            f"{1 - found.confidence:.0%} false discovery rate): "
+            + ("; ".join(named) if named else "no node or link") + ".")
+
+
+def pair_matrices(data: ReportData) -> list:
+    ds = data.ds
+    if "pair_time" not in ds:
+        return [Skipped("pair-matrices", "Every pair's bandwidth", WHY)]
+    figures = []
+    for kernel in ds["pair_kernel"].values.tolist():
+        for library in ds["library"].values.tolist():
+            for placement in ds["placement"].values.tolist():
+                measured = ds["pair_time"].sel(library=library, placement=placement, pair_kernel=kernel)
+                sizes = [int(s) for s in ds["size"].values if np.isfinite(measured.sel(size=s)).any()]
+                if not sizes:
+                    continue
+                size = max(sizes)
+                times, nodes = node_pair_times(ds, library, placement, kernel, size)
+                rows = _matrix_rows(times, nodes, size)
+                title = f"{kernel}, {library}, {placement}: every pair's bandwidth"
+                caption = (f"Bandwidth from each source node (rows) to each destination node (columns) at "
+                           f"{format_size(size)}, the median over the launches of each pair's median message time "
+                           f"({data.ds['metric'].sel(kernel=kernel).item().split(';')[0]})."
+                           + _findings(times, nodes) + data.window_note([kernel]))
+
+                def build(rows=rows, title=title):
+                    # hvPlot gives each backend (Bokeh's hover, matplotlib's static copy) its own options.
+                    return rows.hvplot.heatmap(x="destination", y="source", C="bandwidth_MBps", title=title,
+                                               cmap="viridis", clabel="bandwidth (MB/s)", colorbar=True,
+                                               flip_yaxis=True)
+
+                figures.append(Figure(f"pairs-{kernel}-{library}-{placement}", title, caption, build))
+    return figures or [Skipped("pair-matrices", "Every pair's bandwidth", WHY)]

@@ -1,0 +1,76 @@
+"""All pairs of virtual nodes, one with a planted slow link: the campaign's dataset names that node
+and no other, and no node of a clean cluster (the real workflow, real wires, real MPI).
+
+Links are not judged here: on two cores, one or two directed pairs of six clean virtual nodes take
+about 1.5 ms longer (+40%) in some of their samples, the same pairs in every launch (vnode4 to vnode0
+in each of four runs), and the analysis names them, rightly, as slow links. Until that is found and
+mended in the emulation, a clean cluster's links are not clean."""
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from commbench import open_campaign
+from commbench.launch import vnodes
+from commbench.report.analysis_table import ReportData
+from commbench.report.methods import methods_markdown
+from commbench.report.network_figures import pair_matrices
+
+from conftest import snakemake
+
+pytestmark = pytest.mark.mpi
+
+NODES = 6
+
+
+def test_a_node_with_a_slower_link_is_named_and_no_node_of_a_clean_cluster(workspace, built):
+    """Six virtual nodes on two cores at 20 Mbit/s (a pair's 8 KiB messages take 3.4 ms on the wire,
+    far above what sharing the cores costs), vnode3's link planted at 10 Mbit/s: every pair through it
+    takes about twice as long."""
+    if reason := vnodes.unavailable_reason():
+        pytest.skip(reason)
+    campaign = workspace / "faults.yaml"
+    campaign.write_text(textwrap.dedent(f"""
+        campaign: faults
+        libraries: {{mpich-5.0.2: {{mpi: mpich-5.0.2}}}}
+        placements:
+          - {{name: clean, nodes: {NODES}, ppn: 1, emulate: namespaces, network: {{rate: 20mbit, mtu: 1500}}}}
+          - {{name: slow3, nodes: {NODES}, ppn: 1, emulate: namespaces, network: {{rate: 20mbit, mtu: 1500}},
+              faults: [{{node: 3, rate: 10mbit}}]}}
+        kernels: {{allpairs.isolated: {{sizes: {{list: [8Ki]}}, window: 2}}}}
+        launches: 3
+        precision: {{rse: 0.05, min_samples: 3, max_samples: 5, max_point_time: 2}}
+        timeout: 120
+    """))
+    snakemake(workspace, "results/faults/faults.nc", "--configfile", str(campaign))
+    ds = open_campaign(workspace / "results" / "faults" / "faults.nc")
+    assert (ds["status"] == "ok").all(), ds["reason"].values
+    assert ds["faults"].sel(placement="slow3").item() == '[{"node": 3, "rate": "10mbit"}]'
+    assert ds["faults"].sel(placement="clean").item() == "[]"
+    methods = methods_markdown(ds)
+    assert "faults planted for validation: node 3's link 10 Mbit/s" in methods
+    assert methods.count("faults planted") == 1
+
+    found = {name: ds.commbench.pairs("mpich-5.0.2", name, "allpairs.isolated", 8192) for name in ("clean", "slow3")}
+    for name, findings in found.items():
+        print(name, findings.named() or "nothing named", findings.nodes.round(3).to_string(), sep="\n")
+    assert not found["clean"].nodes["named"].any()
+    slow = found["slow3"]
+    assert list(slow.nodes["node"][slow.nodes["named"]]) == ["vnode3"]
+    # No link through vnode3 is named: its node effect explains them all.
+    through = slow.links[(slow.links["a"] == "vnode3") | (slow.links["b"] == "vnode3")]
+    assert not through["named"].any()
+    # Half the rate through one of a pair's two links: the wire time doubles; the rest (MPI, the
+    # stack, the barrier) does not, so the pair is a little less than twice as slow.
+    effect = slow.nodes.set_index("node").loc["vnode3", "effect"]
+    assert 0.6 < effect < 1.0
+    assert np.isfinite(ds["pair_time"].sel(placement="slow3")).sum() == 3 * NODES * (NODES - 1)
+
+    # The report's heatmap: every node pair's cell, its caption naming what the launches named.
+    figures = {figure.name: figure for figure in pair_matrices(ReportData(ds))}
+    assert set(figures) == {"pairs-allpairs.isolated-mpich-5.0.2-clean", "pairs-allpairs.isolated-mpich-5.0.2-slow3"}
+    slow_figure = figures["pairs-allpairs.isolated-mpich-5.0.2-slow3"]
+    assert "vnode3: every pair through it" in slow_figure.caption
+    heatmap = slow_figure.build()
+    assert len(heatmap.data) == NODES * NODES and heatmap.data["bandwidth_MBps"].notna().sum() == NODES * (NODES - 1)
