@@ -26,10 +26,10 @@ static void polite_barrier(MPI_Comm comm)
         nanosleep(&pause, NULL);
 }
 
-/* MPI_Waitall that gives the core away between polls. Ranks may share a core with others and with the
- * processes that carry a virtual node's link: a rank spinning in MPI_Waitall kept a wire that shared
- * its core from sending its frames until the scheduler took the core from it, and single pairs of a
- * clean cluster read 30-40% slow in every launch. */
+/* MPI_Waitall that gives the core away between polls: ranks may outnumber cores and share them with the
+ * processes that carry virtual nodes' links, which a spinning rank would keep waiting until the
+ * scheduler takes the core from it. (It did not change the one or two pairs of six clean virtual nodes
+ * that read 20-40% slow in every launch: see tests/test_allpairs.py.) */
 static void yielding_waitall(int count, MPI_Request *requests)
 {
     int done = 0;
