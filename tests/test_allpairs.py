@@ -3,7 +3,7 @@ and no other, and no node of a clean cluster (the real workflow, real wires, rea
 
 Links are not judged here: on two cores, one or two directed pairs of six clean virtual nodes take
 about 1.5 ms longer (+40%) in some of their samples, the same pairs in every launch (vnode4 to vnode0
-in each of four runs), and the analysis names them, rightly, as slow links. Until that is found and
+in each of three runs), and the analysis names them, rightly, as slow links. Until that is found and
 mended in the emulation, a clean cluster's links are not clean."""
 
 import textwrap
