@@ -7,12 +7,7 @@
 
 #include "patterns.h"
 
-enum { MAX_WINDOW = 1024, TAG_DATA = 11, TAG_READY = 12, TAG_ACK = 13 };
-
-static int window_of(const struct cb_context *ctx)
-{
-    return ctx->params.window < MAX_WINDOW ? ctx->params.window : MAX_WINDOW;
-}
+enum { TAG_DATA = 11, TAG_READY = 12, TAG_ACK = 13 };
 
 /* A barrier that leaves the CPU to others while it waits: ranks may outnumber cores (eight virtual
  * nodes on two), and a rank spinning in MPI_Barrier would slow the pair that is being timed. */
@@ -45,45 +40,24 @@ static void yielding_recv(void *buffer, int count, int peer, int tag, MPI_Comm c
     yielding_waitall(1, &request);
 }
 
-static void post_window(struct cb_context *ctx, size_t size, int peer, int sending, long iteration,
-                        MPI_Request *requests)
-{
-    int window = window_of(ctx), count = cb_count(ctx, size);
-    for (int j = 0; j < window; j++) {
-        if (sending) {
-            unsigned char *out = cb_message(&ctx->send, j);
-            cb_fill(ctx, out, size, iteration * window + j, 0);
-            MPI_Isend(out, count, ctx->datatype, peer, TAG_DATA, ctx->comm, &requests[j]);
-        } else {
-            MPI_Irecv(cb_message(&ctx->recv, j), count, ctx->datatype, peer, TAG_DATA, ctx->comm, &requests[j]);
-        }
-    }
-}
-
-static void check_window(struct cb_context *ctx, size_t size, long iteration)
-{
-    int window = window_of(ctx);
-    for (int j = 0; j < window; j++) cb_check(ctx, cb_message(&ctx->recv, j), size, iteration * window + j, 0);
-}
-
 /* Shifted rounds: in round k (1 .. P-1) rank r sends a window to r + k and receives one from r - k, every
  * rank at once, a barrier before each round. The receiver times from the round's start to its last
  * message: the pair (r - k -> r) under the load of every other pair. */
 double allpairs_shifted(struct cb_context *ctx, size_t size, long iterations)
 {
-    MPI_Request requests[2 * MAX_WINDOW];
-    int nprocs = ctx->nprocs, rank = ctx->rank, window = window_of(ctx);
+    MPI_Request requests[2 * CB_MAX_WINDOW];
+    int nprocs = ctx->nprocs, rank = ctx->rank, window = ctx->params.window;
     for (long i = 0; i < iterations; i++)
         for (int k = 1; k < nprocs; k++) {
             int to = (rank + k) % nprocs, from = (rank - k + nprocs) % nprocs;
             MPI_Barrier(ctx->comm);
             double started = cb_now(ctx->timer);
-            post_window(ctx, size, from, 0, i, requests);
-            post_window(ctx, size, to, 1, i, requests + window);
+            cb_post_window(ctx, size, i * window, from, 0, 0, TAG_DATA, requests);
+            cb_post_window(ctx, size, i * window, to, 1, 0, TAG_DATA, requests + window);
             yielding_waitall(window, requests);
             ctx->pair_times[from * nprocs + rank] += (cb_now(ctx->timer) - started) / window;
             yielding_waitall(window, requests + window);
-            check_window(ctx, size, i);
+            cb_check_window(ctx, size, i * window, 0);
         }
     return (double)(nprocs - 1) * window;
 }
@@ -93,8 +67,8 @@ double allpairs_shifted(struct cb_context *ctx, size_t size, long iterations)
  * the destination acknowledges the last message (osu_bw's window and acknowledgement). */
 double allpairs_isolated(struct cb_context *ctx, size_t size, long iterations)
 {
-    MPI_Request requests[MAX_WINDOW];
-    int nprocs = ctx->nprocs, rank = ctx->rank, window = window_of(ctx);
+    MPI_Request requests[CB_MAX_WINDOW];
+    int nprocs = ctx->nprocs, rank = ctx->rank, window = ctx->params.window;
     char token = 0;
     for (long i = 0; i < iterations; i++)
         for (int source = 0; source < nprocs; source++)
@@ -104,16 +78,16 @@ double allpairs_isolated(struct cb_context *ctx, size_t size, long iterations)
                 if (rank == source) {
                     yielding_recv(&token, 1, destination, TAG_READY, ctx->comm);
                     double started = cb_now(ctx->timer);
-                    post_window(ctx, size, destination, 1, i, requests);
+                    cb_post_window(ctx, size, i * window, destination, 1, 0, TAG_DATA, requests);
                     yielding_waitall(window, requests);
                     yielding_recv(&token, 1, destination, TAG_ACK, ctx->comm);
                     ctx->pair_times[source * nprocs + destination] += (cb_now(ctx->timer) - started) / window;
                 } else if (rank == destination) {
-                    post_window(ctx, size, source, 0, i, requests);
+                    cb_post_window(ctx, size, i * window, source, 0, 0, TAG_DATA, requests);
                     MPI_Send(&token, 1, MPI_CHAR, source, TAG_READY, ctx->comm);
                     yielding_waitall(window, requests);
                     MPI_Send(&token, 1, MPI_CHAR, source, TAG_ACK, ctx->comm);
-                    check_window(ctx, size, i);
+                    cb_check_window(ctx, size, i * window, 0);
                 }
             }
     polite_barrier(ctx->comm);

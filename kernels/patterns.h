@@ -83,31 +83,50 @@ CB_INLINE double cb_pingpong(struct cb_context *ctx, size_t size, long iteration
     return 2;
 }
 
+/* A window of messages posted to `peer` (Isends, each filled for integrity as `leg`) or from it (Irecvs):
+ * messages first .. first + window - 1 of the buffers, with `tag`; their requests from `requests` on. */
+CB_INLINE void cb_post_window(struct cb_context *ctx, size_t size, long first, int peer, int sending, int leg,
+                              int tag, MPI_Request *requests)
+{
+    int window = ctx->params.window, count = cb_count(ctx, size);
+    for (int j = 0; j < window; j++) {
+        if (sending) {
+            unsigned char *out = cb_message(&ctx->send, first + j);
+            cb_fill(ctx, out, size, first + j, leg);
+            MPI_Isend(out, count, ctx->datatype, peer, tag, ctx->comm, &requests[j]);
+        } else {
+            MPI_Irecv(cb_message(&ctx->recv, first + j), count, ctx->datatype, peer, tag, ctx->comm, &requests[j]);
+        }
+    }
+}
+
+/* The received window's messages checked (integrity mode only). */
+CB_INLINE void cb_check_window(struct cb_context *ctx, size_t size, long first, int leg)
+{
+    for (int j = 0; j < ctx->params.window; j++)
+        cb_check(ctx, cb_message(&ctx->recv, first + j), size, first + j, leg);
+}
+
 /* A window of messages to `peer` (and from it, when bidirectional), then a one-byte
  * acknowledgement so the sender knows the window arrived.  Returns the window. */
 CB_INLINE double cb_stream(struct cb_context *ctx, size_t size, long iterations, int peer,
                            int sender, int bidirectional)
 {
-    enum { MAX_WINDOW = 1024 };
-    MPI_Request requests[2 * MAX_WINDOW];
-    int window = ctx->params.window, count = cb_count(ctx, size);
+    MPI_Request requests[2 * CB_MAX_WINDOW];
+    int window = ctx->params.window;
     char ack = 0;
     for (long i = 0; i < iterations; i++) {
         int n = 0;
-        if (!sender || bidirectional)
-            for (int j = 0; j < window; j++)
-                MPI_Irecv(cb_message(&ctx->recv, i * window + j), count, ctx->datatype, peer, 1,
-                          ctx->comm, &requests[n++]);
-        if (sender || bidirectional)
-            for (int j = 0; j < window; j++) {
-                unsigned char *out = cb_message(&ctx->send, i * window + j);
-                cb_fill(ctx, out, size, i * window + j, sender ? 0 : 1);
-                MPI_Isend(out, count, ctx->datatype, peer, 1, ctx->comm, &requests[n++]);
-            }
+        if (!sender || bidirectional) {
+            cb_post_window(ctx, size, i * window, peer, 0, 0, 1, requests);
+            n += window;
+        }
+        if (sender || bidirectional) {
+            cb_post_window(ctx, size, i * window, peer, 1, sender ? 0 : 1, 1, requests + n);
+            n += window;
+        }
         MPI_Waitall(n, requests, MPI_STATUSES_IGNORE);
-        if (!sender || bidirectional)
-            for (int j = 0; j < window; j++)
-                cb_check(ctx, cb_message(&ctx->recv, i * window + j), size, i * window + j, sender ? 1 : 0);
+        if (!sender || bidirectional) cb_check_window(ctx, size, i * window, sender ? 1 : 0);
         if (sender) MPI_Recv(&ack, 1, MPI_CHAR, peer, 2, ctx->comm, MPI_STATUS_IGNORE);
         else MPI_Send(&ack, 1, MPI_CHAR, peer, 2, ctx->comm);
     }

@@ -311,7 +311,7 @@ const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum c
         case OPT_CLOCK_OFFSET: problem = decimal(o, c, optarg, 0, 1, &o->params.test_clock_offset); break;
         case OPT_CLOCK_DRIFT: problem = decimal(o, c, optarg, 0, 1, &o->params.test_clock_drift); break;
         case OPT_LATE_ENTRY: problem = decimal(o, c, optarg, 0, 1, &o->params.test_late_entry); break;
-        case OPT_WINDOW: problem = whole_int(o, c, optarg, 1, 1024, &o->params.window); break;
+        case OPT_WINDOW: problem = whole_int(o, c, optarg, 1, CB_MAX_WINDOW, &o->params.window); break;
         case OPT_WINDOW_BUFFERS: problem = choice(o, c, optarg, sharing, &window_buffers); break;
         case OPT_MESSAGES: problem = whole_int(o, c, optarg, 1, 4096, &o->params.messages); break;
         case OPT_PIECES: problem = whole_int(o, c, optarg, 1, 4096, &o->params.pieces); break;

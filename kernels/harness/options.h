@@ -10,8 +10,12 @@
 #define CB_MAX_PARTITIONS 256
 
 /* Kernel parameters from the command line (see --help); a kernel reads those it uses. */
+/* The largest --window: kernels keep a window's requests on the stack. */
+#define CB_MAX_WINDOW 1024
+
 struct cb_params {
-    int window;          /* stream, rma: messages in flight per iteration (default 64; rma 1) */
+    int window;          /* stream, rma, allpairs: messages in flight per iteration (default 64; rma 1), at
+                          * most CB_MAX_WINDOW */
     int distinct_window; /* stream, multipair.stream, rma: a buffer per message of a window instead of
                           * one for all (osu_bw, osu_mbw_mr and NetPIPE post a window on one buffer) */
     int messages;        /* multipingpong: messages of one size each way (default 8) */

@@ -9,18 +9,16 @@ source and destination are ranks (each rank's node: the launch's `hosts`, one pe
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
+
+from commbench.data.samples import quiet_nanmedian
 
 PAIR_DIMS = ("library", "placement", "pair_kernel", "size", "launch", "source_rank", "destination_rank")
 
 
 def pair_medians(pair_times_s: np.ndarray) -> np.ndarray:
     """(samples, ranks, ranks) -> (ranks, ranks): each pair's median, NaN where it was never timed."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="All-NaN slice", category=RuntimeWarning)
-        return np.nanmedian(pair_times_s, axis=0)
+    return quiet_nanmedian(pair_times_s, axis=0)
 
 
 def pair_variables(medians: dict, kernels: list[str], sizes: list[int], run_shape: tuple) -> tuple[dict, dict]:

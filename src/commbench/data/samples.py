@@ -17,6 +17,7 @@ understands, needs no extra dependency, and a curve is read with one slice.
 
 from __future__ import annotations
 
+import warnings
 from statistics import NormalDist
 
 import numpy as np
@@ -32,6 +33,16 @@ MEDIAN_Z = NormalDist().inv_cdf(0.975)
 # Per-curve sample cubes for the analysis keep at most this many evenly spaced order statistics
 # per point (all of them below it); the true count travels with them (see curve_cube).
 CUBE_SAMPLES = 1001
+
+
+
+def quiet_nanmedian(values, axis):
+    """Median ignoring NaN; an all-NaN slice gives NaN without a warning (a failed launch, a rank and
+    itself in a matrix of pair times)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="All-NaN slice", category=RuntimeWarning)
+        return np.nanmedian(values, axis=axis)
+
 
 POINT_STATISTICS = {
     "median": "median of the point's samples",

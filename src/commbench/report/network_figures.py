@@ -4,13 +4,12 @@ campaign's launches name (commbench.analysis.network)."""
 
 from __future__ import annotations
 
-import warnings
-
 import hvplot.pandas  # noqa: F401  (registers DataFrame.hvplot)
 import numpy as np
 import pandas as pd
 
 from commbench.analysis.network import MIN_NODES, find_slow_nodes_and_links, node_pair_times
+from commbench.data.samples import quiet_nanmedian
 from commbench.report.analysis_table import ReportData
 from commbench.report.elements import Figure, Skipped
 from commbench.units import format_size
@@ -20,9 +19,7 @@ WHY = "needs an all-pairs kernel (allpairs.*)"
 
 def _matrix_rows(times: np.ndarray, nodes: list[str], size: int) -> pd.DataFrame:
     """One row per node pair: its bandwidth (MB/s) from the median over launches (NaN: not measured)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="All-NaN slice", category=RuntimeWarning)   # the diagonal
-        median = np.nanmedian(times, axis=2)
+    median = quiet_nanmedian(times, axis=2)
     # Every cell, the diagonal's and unmeasured pairs' empty: the axes then keep the nodes' order.
     rows = [{"source": nodes[a], "destination": nodes[b], "bandwidth_MBps": size / median[a, b] / 1e6}
             for a in range(len(nodes)) for b in range(len(nodes))]

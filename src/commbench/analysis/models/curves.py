@@ -8,19 +8,12 @@ heavy tail of benchmark samples (preemption, interrupts) cannot move it.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from commbench.analysis.constants import MAD_TO_SD, MEDIAN_EFFICIENCY
-
-
-def quiet_nanmedian(values, axis):
-    """Median ignoring NaN; an all-NaN slice gives NaN without a warning (a failed launch)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="All-NaN slice", category=RuntimeWarning)
-        return np.nanmedian(values, axis=axis)
+from commbench.data.samples import quiet_nanmedian
 
 
 def robust_sd(values, axis=None):

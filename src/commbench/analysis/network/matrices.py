@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import xarray as xr
+
+from commbench.data.samples import quiet_nanmedian
 
 
 def node_pair_times(ds: xr.Dataset, library: str, placement: str, kernel: str, size: int
@@ -41,7 +41,5 @@ def node_pair_times(ds: xr.Dataset, library: str, placement: str, kernel: str, s
             for b in range(len(names)):
                 if a != b:
                     block = matrix[np.ix_(node == a, node == b)]
-                    with warnings.catch_warnings():
-                        warnings.filterwarnings("ignore", message="All-NaN slice", category=RuntimeWarning)
-                        times[a, b, r] = np.nanmedian(block) if block.size else np.nan
+                    times[a, b, r] = quiet_nanmedian(block, axis=None) if block.size else np.nan
     return times, names
