@@ -19,6 +19,11 @@ from commbench.io.raw import read_launch_record
 from commbench.launch.catalogue import CatalogueError
 from commbench.launch.preflight import check_campaign, check_partition, mpi_spec_path
 from commbench.launch.provenance import KERNELS_DIR
+from commbench.lean_imports import import_jsonschema
+
+# Snakemake imports jsonschema (through nbformat, to read each script rule's language) while it builds the
+# DAG; imported here first, it comes without the IRI grammar that costs every run of the workflow seconds.
+import_jsonschema()
 
 DEFAULT_CAMPAIGN = REPOSITORY / "config" / "campaigns" / "quick.yaml"
 

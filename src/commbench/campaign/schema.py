@@ -9,6 +9,7 @@ import re
 import yaml
 
 from commbench.campaign.bounds import key_path, shown
+from commbench.lean_imports import import_jsonschema
 from commbench.locations import ROOT
 
 SCHEMA_PATH = ROOT / "workflow" / "schemas" / "campaign.schema.yaml"   # the checkout's, or the installed copy
@@ -21,9 +22,9 @@ def load_schema() -> dict:
 def validator(schema: dict):
     """A JSON-schema validator of `schema` whose integers are whole numbers written as such: JSON Schema
     takes 3.0 as an integer, but a launch count of 3.0 is no count (range(3.0) fails) and the harness
-    reads "3.0" as no integer. jsonschema is imported here, on first use: importing it takes a second
-    (its format checkers), and every launch imports this package for the Campaign model alone."""
-    import jsonschema
+    reads "3.0" as no integer. jsonschema is imported here, on first use (commbench.lean_imports): every
+    launch imports this package for the Campaign model alone."""
+    jsonschema = import_jsonschema()
 
     base = jsonschema.Draft202012Validator
     checker = base.TYPE_CHECKER.redefine(

@@ -9,11 +9,15 @@ import sys
 import time
 from pathlib import Path
 
-from papermill.engines import NBClientEngine, papermill_engines
+from commbench.lean_imports import import_jsonschema
 
-from commbench.cli.datasets import open_dataset
-from commbench.launch.progress import record_stage, stage_estimate_s
-from commbench.units import format_duration
+import_jsonschema()     # before papermill imports it (through nbformat): seconds saved, commbench.lean_imports
+
+from papermill.engines import NBClientEngine, papermill_engines  # noqa: E402
+
+from commbench.cli.datasets import open_dataset  # noqa: E402
+from commbench.launch.progress import record_stage, stage_estimate_s  # noqa: E402
+from commbench.units import format_duration  # noqa: E402
 
 ENGINE = "commbench-cell-progress"
 PREFIX = "[report]"    # what `commbench run` picks out of the report rule's log

@@ -22,6 +22,9 @@ def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK, bas
     into report.html and figures/ only, not into the executed notebook as well. With `baseline`
     (another campaign's dataset) the report also compares this campaign against it.
     `papermill_options` go to papermill.execute_notebook (an engine that reports progress, say)."""
+    from commbench.lean_imports import import_jsonschema
+
+    import_jsonschema()     # before papermill imports it (through nbformat): seconds saved, commbench.lean_imports
     import papermill
 
     from commbench.report.stderr_log import stderr_to
