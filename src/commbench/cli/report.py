@@ -55,8 +55,7 @@ def cell_label(source: str, width: int = 70) -> str:
 
 
 def report(args) -> int:
-    from commbench.report import baseline_warnings, run_report_notebook
-    from commbench.report.notebook import NOTEBOOK
+    from commbench.report.notebook import NOTEBOOK, run_report_notebook   # the notebook's kernel draws
 
     path, ds = open_dataset(args.target)
     source = Path(ds.encoding.get("source", path))
@@ -67,6 +66,8 @@ def report(args) -> int:
         baseline_path, baseline_ds = open_dataset(args.baseline)
         baseline = Path(baseline_ds.encoding.get("source", baseline_path))
         baseline_ds.close()
+        from commbench.report.comparisons import baseline_warnings
+
         for line in baseline_warnings(source, baseline):
             print(f"commbench report: warning: measured differently: {line}", file=sys.stderr)
     print(f"{PREFIX} {path}: {NOTEBOOK.name} with papermill, about "

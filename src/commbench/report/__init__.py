@@ -1,16 +1,34 @@
 """The report: its analysis table, figures and tables, the Methods section, HTML pages and static
-drawing."""
+drawing.
 
-from commbench.report.analysis_table import ReportData
-from commbench.report.comparison_figures import ratio_figures
-from commbench.report.comparisons import Comparison, baseline_warnings, changed_ranges_table
-from commbench.report.document import report_dir, write_report
-from commbench.report.elements import Figure, Skipped, Table, readable
-from commbench.report.figures import all_figures, findings_figure, library_comparison
-from commbench.report.methods import methods_markdown
-from commbench.report.notebook import run_report_notebook
-from commbench.report.tables import all_tables
+A lazy facade: a name below is imported from its module on first use. `commbench report` runs the
+report notebook from a Python that needs only commbench.report.notebook; importing the drawing
+modules as well (hvPlot, Panel, Bokeh, HoloViews, matplotlib) cost it 5 s before the notebook's
+kernel, which imports them again, had started.
+"""
 
-__all__ = ["Comparison", "Figure", "ReportData", "Skipped", "Table", "all_figures", "all_tables",
-           "baseline_warnings", "changed_ranges_table", "findings_figure", "library_comparison", "methods_markdown",
-           "ratio_figures", "readable", "report_dir", "run_report_notebook", "write_report"]
+import importlib
+
+_MODULES = {
+    "ReportData": "analysis_table",
+    "ratio_figures": "comparison_figures",
+    "Comparison": "comparisons", "baseline_warnings": "comparisons", "changed_ranges_table": "comparisons",
+    "write_report": "document",
+    "Figure": "elements", "Skipped": "elements", "Table": "elements", "readable": "elements",
+    "all_figures": "figures", "findings_figure": "figures", "library_comparison": "figures",
+    "methods_markdown": "methods",
+    "report_dir": "notebook", "run_report_notebook": "notebook",
+    "all_tables": "tables",
+}
+
+__all__ = sorted(_MODULES)
+
+
+def __getattr__(name: str):
+    if name not in _MODULES:
+        raise AttributeError(f"module 'commbench.report' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"commbench.report.{_MODULES[name]}"), name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_MODULES))

@@ -23,15 +23,6 @@ from commbench.report.glance import at_a_glance
 from commbench.report.tables import all_tables, failed_runs_table, integrity_table, provenance_tables
 
 
-def report_dir(dataset_path) -> Path:
-    """Where a dataset's report goes: next to it (results/<campaign>/), wherever that is found from
-    the working directory (a notebook's kernel starts in notebooks/, see commbench.locations)."""
-    from commbench.locations import resolve
-
-    path = resolve(dataset_path)
-    return path if path.is_dir() else path.parent
-
-
 def write_report(data: ReportData, directory, title: str | None = None) -> dict:
     """report.html and figures/ (PNG, SVG, manifest.json) for `data` in `directory`; returns the manifest."""
     directory = Path(directory)

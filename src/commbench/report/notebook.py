@@ -10,9 +10,17 @@ from pathlib import Path
 
 from commbench.io.atomic import write_failure
 from commbench.locations import ROOT
-from commbench.report.document import report_dir
 
 NOTEBOOK = ROOT / "notebooks" / "04-report.ipynb"
+
+
+def report_dir(dataset_path) -> Path:
+    """Where a dataset's report goes: next to it (results/<campaign>/), wherever that is found from
+    the working directory (a notebook's kernel starts in notebooks/, see commbench.locations)."""
+    from commbench.locations import resolve
+
+    path = resolve(dataset_path)
+    return path if path.is_dir() else path.parent
 
 
 def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK, baseline=None,
