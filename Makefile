@@ -4,8 +4,9 @@ VENV ?= .venv
 CAMPAIGN ?= config/campaigns/quick.yaml
 DATASET ?= $(CAMPAIGN)
 PYTEST_ARGS ?=
-# Two tests at once; those marked `alone` run with none beside them (tests/machine_share.py).
-TEST_WORKERS ?= 2
+# Three tests at once on two cores (their waits overlap others' work: tests/machine_share.py); those
+# marked `alone` run with none beside them.
+TEST_WORKERS ?= 3
 
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
