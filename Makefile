@@ -4,9 +4,8 @@ VENV ?= .venv
 CAMPAIGN ?= config/campaigns/quick.yaml
 DATASET ?= $(CAMPAIGN)
 PYTEST_ARGS ?=
-# Three tests at once on two cores (their waits overlap others' work: tests/machine_share.py); those
-# marked `alone` run with none beside them.
-TEST_WORKERS ?= 3
+# Two tests at once; those marked `alone` run with none beside them (tests/machine_share.py).
+TEST_WORKERS ?= 2
 
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready

@@ -1,9 +1,8 @@
-"""How tests share the machine when `make test` runs three at once (pytest-xdist, `-n 3`).
+"""How tests share the machine when `make test` runs two at once (pytest-xdist, `-n 2`).
 
-Much of the suite waits rather than computes (a workflow polling its jobs, a hung launch's timeout,
+Most of the suite waits more than it computes (a workflow polling its jobs, a hung launch's timeout,
 Slurm's scheduler, a notebook's kernel starting): run one at a time on two cores it kept one of them
-busy on average (21 CPU-minutes in 21 minutes). Measured on two cores: with two workers the cores
-stood idle 20% of the run (1340 s), with three 9% (1190 s), most of that in the `alone` block. Two kinds of test must not have a neighbour, and are
+busy on average (21 CPU-minutes in 21 minutes). Two kinds of test must not have a neighbour, and are
 marked `alone`:
 
 - tests that time something and check a ratio of two measurements (a protocol switch, a link's
