@@ -11,7 +11,7 @@ from pathlib import Path
 
 from commbench.lean_imports import import_jsonschema
 
-import_jsonschema()     # before papermill imports it (through nbformat): seconds saved, commbench.lean_imports
+import_jsonschema()     # before papermill imports it through nbformat, with a grammar costing 2.4 s (commbench.lean_imports)
 
 from papermill.engines import NBClientEngine, papermill_engines  # noqa: E402
 
@@ -55,7 +55,8 @@ def cell_label(source: str, width: int = 70) -> str:
 
 
 def report(args) -> int:
-    from commbench.report.notebook import NOTEBOOK, run_report_notebook   # the notebook's kernel draws
+    # The runner alone, not commbench.report's drawing modules: the notebook's kernel imports those itself.
+    from commbench.report.notebook import NOTEBOOK, run_report_notebook
 
     path, ds = open_dataset(args.target)
     source = Path(ds.encoding.get("source", path))
