@@ -11,7 +11,7 @@ from pathlib import Path
 
 from commbench.lean_imports import import_jsonschema
 
-import_jsonschema()     # before papermill imports it through nbformat, with a grammar costing 2.4 s (commbench.lean_imports)
+import_jsonschema()     # before papermill imports it (via nbformat) with a 2.4 s grammar: commbench.lean_imports
 
 from papermill.engines import NBClientEngine, papermill_engines  # noqa: E402
 
