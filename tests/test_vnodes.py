@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -194,6 +195,35 @@ def test_ranks_run_on_their_virtual_nodes_over_the_librarys_own_network_path(wor
     assert not {cluster for cluster in vnodes.existing_clusters() - before if vnodes.owner_of(cluster) == os.getpid()}
 
 
+@pytest.mark.mpi
+@needs_vnodes
+def test_session_files_a_killed_daemon_left_never_fail_a_later_launch(workspace, built, tmp_path, can_make_vnodes,
+                                                                      monkeypatch):
+    """Open MPI 5's daemon (PRRTE's prted) keeps its session files in TMPDIR, in prted.<pid>/ with a PMIx
+    rendezvous file named for the host; one killed in an earlier launch leaves them, and a later daemon given
+    the same pid failed on them (daemon exit status 213: one launch in some hundreds on a machine where killed
+    launches had left a score of them). Here every pid the launch could be given has such files, in the
+    TMPDIR it is started with: each virtual node has a temporary directory of its own, and the launch one."""
+    inherited = tmp_path / "tmp"
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    first = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+    window = 8000    # the launch takes a few hundred pids; a neighbouring test a few thousand at most
+    for pid in {(first + step) % pid_max for step in range(1, window)}:
+        session = inherited / f"prted.{pid}"
+        session.mkdir(parents=True)
+        for host in ("vnode0", "vnode1"):
+            (session / f"pmix.{host}.tool").write_text("left by a killed daemon\n")
+    planted = set(inherited.iterdir())
+    monkeypatch.setenv("TMPDIR", str(inherited))
+    monkeypatch.setattr(tempfile, "tempdir", None)      # gettempdir() reads TMPDIR again
+    result = launch(workspace, "openmpi-5.0.11", Placement("2N1P", 2, 1),
+                    ["pingpong.send", "--sizes", "8", "--min-samples", "5", "--max-point-time", "0.1"], tmp_path)
+    given = (int(Path("/proc/sys/kernel/ns_last_pid").read_text()) - first) % pid_max
+    assert given < window, f"{given} pids were given out, more than were planted: this run shows nothing"
+    assert result.status == "ok", result.launch.get("console_tail")
+    assert set(inherited.iterdir()) == planted     # the launch left nothing in the directory it was given
+
+
 KILLED_LAUNCH = textwrap.dedent("""
     import json, sys
     from commbench.launch.placement import Placement
@@ -230,7 +260,9 @@ def test_a_launch_killed_mid_run_leaves_no_node_behind(workspace, built, tmp_pat
                  "build": json.loads((workspace / "build" / "kernels" / library / "build.json").read_text()),
                  "library": library, "output": str(tmp_path / "launch.jsonl"), "scratch": str(tmp_path / "scratch")}
     topology_files = set(glob.glob(Hydra.leftovers))    # what Hydra's proxies leave in /tmp when killed
+    (tmp_path / "tmp").mkdir()
     child = subprocess.Popen([sys.executable, "-c", KILLED_LAUNCH, json.dumps(arguments)],
+                             env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline, name = time.monotonic() + 120, None
     while time.monotonic() < deadline and not (name and len(kernel_processes(name)) == 2):
@@ -244,8 +276,9 @@ def test_a_launch_killed_mid_run_leaves_no_node_behind(workspace, built, tmp_pat
     while kernel_processes(name) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not kernel_processes(name)
-    # SIGKILL runs no clean-up: the launch's scratch directory stays, for its next run to remove.
+    # SIGKILL runs no clean-up: the launch's scratch and temporary directories stay, for its next run to remove.
     assert len(list((tmp_path / "scratch").iterdir())) == (1 if signum == signal.SIGKILL else 0)
+    assert len(list((tmp_path / "tmp").iterdir())) == (1 if signum == signal.SIGKILL else 0)
     if signum == signal.SIGTERM:   # nor, killed mid-run, the topology files of its proxies
         assert set(glob.glob(Hydra.leftovers)) <= topology_files
     if signum == signal.SIGKILL:
@@ -260,11 +293,12 @@ import socket, statistics, sys, time
 role, peer, pings = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if role == "echo":
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); udp.bind(("0.0.0.0", 7001)); udp.settimeout(3)
-    if pings:
-        connection, _ = socket.create_server(("0.0.0.0", 7000)).accept()
-        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        while (message := connection.recv(64)):
-            connection.sendall(message)
+    # The sender starts once it is connected here, so after the datagrams' socket is bound, however long
+    # this process took to start.
+    connection, _ = socket.create_server(("0.0.0.0", 7000)).accept()
+    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    while (message := connection.recv(64)):
+        connection.sendall(message)
     received = 0
     try:
         while udp.recv(64) != b"end":
@@ -273,21 +307,17 @@ if role == "echo":
         pass
     print(received)
 else:
-    times = [0.0]
-    if pings:
-        for _ in range(200):
-            try:
-                connection = socket.create_connection((peer, 7000)); break
-            except ConnectionRefusedError:
-                time.sleep(0.05)
-        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        times = []
-        for _ in range(pings):
-            start = time.perf_counter(); connection.sendall(b"x"); connection.recv(64)
-            times.append((time.perf_counter() - start) / 2)
-        connection.close()
-    else:
-        time.sleep(0.5)    # the echo's socket is bound
+    for _ in range(1200):
+        try:
+            connection = socket.create_connection((peer, 7000)); break
+        except ConnectionRefusedError:
+            time.sleep(0.05)
+    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    times = [0.0] if not pings else []
+    for _ in range(pings):
+        start = time.perf_counter(); connection.sendall(b"x"); connection.recv(64)
+        times.append((time.perf_counter() - start) / 2)
+    connection.close()
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for _ in range(4000):
         udp.sendto(b"d", (peer, 7001)); time.sleep(0.0002)
@@ -316,7 +346,7 @@ def test_a_planted_delay_and_loss_are_what_the_links_do(can_make_vnodes):
     """Each node's link holds every frame for its delay and drops its share of frames (netem's, or the
     wire process's where the kernel has no netem): a one-way trip crosses two links, the sender's and
     the receiver's, so a 1-byte TCP half round trip takes at least twice the delay, and of datagrams
-    sent one way about (1 - loss)^2 arrive. (Two clusters, TCP only without loss: a lost TCP segment
+    sent one way about (1 - loss)^2 arrive. (Two clusters, pings only without loss: a lost TCP segment
     waits for its retransmission, hundreds of milliseconds.)"""
     delay_s, loss = 2e-3, 10.0
     half_round_trip, all_arrived = probe_link({"rate": "100mbit", "mtu": 1500, "delay": "2ms"}, pings=30)

@@ -86,27 +86,31 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
         not_run = _not_runnable(installation, build, kernel_args[0])
         if not_run:
             return record_not_run(output, meta, *not_run)
-        private = _private_scratch(Path(scratch or tempfile.gettempdir()), output, meta)
+        # Named by the launch and its raw file (a hash of the path), so that what a killed run of this launch
+        # left (SIGKILL runs no clean-up) is removed by the next one: only the holder of the launch's lock,
+        # this process, uses these names. The launch's temporary directory has a short name: the MPI
+        # runtimes' sockets live in it, and a socket's path has at most 107 bytes.
+        digest = hashlib.sha1(str(output.resolve()).encode()).hexdigest()[:10]
+        private = _emptied(Path(scratch or tempfile.gettempdir()) / f"commbench-{library}-{placement.name}-{kernel}-"
+                                                                     f"{launch}-{digest}")
+        temporary = _emptied(Path(tempfile.gettempdir()) / f"commbench-tmp-{digest}")
         try:
             with contextlib.ExitStack() as held:   # the machine, and the launch's virtual nodes if it has them
                 if not os.environ.get("SLURM_JOB_ID"):   # in an allocation, the nodes are the launch's own
                     machine = locks.machine(name, lambda line: _say(log, line), holder=holder)
                     meta["waited_for_machine_s"] = round(held.enter_context(machine), 3)
                 return _run_launch(installation, build["binary"], [*kernel_args, "--scratch", private], placement,
-                                   meta, output, timeout_s, library_env, log, held)
+                                   meta, output, timeout_s, library_env, log, held, temporary)
         finally:
             shutil.rmtree(private, ignore_errors=True)
+            shutil.rmtree(temporary, ignore_errors=True)
 
 
-def _private_scratch(scratch: Path, output: Path, meta: dict) -> str:
-    """The launch's own directory under `scratch`, empty. Its name is the launch's and its raw file's
-    (a hash of the path), so that what a killed run of this launch left there (SIGKILL runs no clean-up)
-    is removed by the next one: only the holder of the launch's lock, this process, uses that name."""
-    digest = hashlib.sha1(str(output.resolve()).encode()).hexdigest()[:10]
-    private = scratch / f"commbench-{meta['library']}-{meta['placement']}-{meta['kernel']}-{meta['launch']}-{digest}"
-    shutil.rmtree(private, ignore_errors=True)
-    private.mkdir(parents=True)
-    return str(private)
+def _emptied(directory: Path) -> str:
+    """`directory`, made empty."""
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    return str(directory)
 
 
 def _say(log, message: str) -> None:
@@ -141,7 +145,7 @@ def record_not_run(output: Path, meta: dict, status: str, reason: str) -> dict:
 
 
 def _run_launch(installation, binary, kernel_args, placement, meta, output, timeout_s, library_env, log,
-                cleanup: contextlib.ExitStack) -> dict:
+                cleanup: contextlib.ExitStack, temporary: str) -> dict:
     partial = output.with_name(output.name + ".partial")
     partial.unlink(missing_ok=True)   # a previous run's, killed before it could remove it
     allocation = slurm_allocation(os.environ)
@@ -170,6 +174,13 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
     except netem.LinkError as error:
         return record_not_run(output, meta, "failed", f"its emulated links could not be made: {error}")
     env = {**os.environ, **allocation, **plan.env}
+    if placement.hosts == 1:
+        # The launcher's and the ranks' session files (Open MPI's, PMIx's) in a directory of the launch's
+        # own, not /tmp: they are named by host and pid, and a daemon killed in an earlier launch left files
+        # that a later daemon given the same pid took for its own and failed on (PRRTE's exit status 213).
+        # Virtual nodes have one each (their node-exec sets it); hosts of an allocation have their own /tmp.
+        # Not in the launch record: a path that differs every launch and changes nothing measured.
+        env["TMPDIR"] = temporary
     argv = in_environment(installation["env_dir"], shlex.join(plan.command))
     if (placement.network or placement.switch) and not placement.emulated:
         # The emulated link is a network namespace on one host; real hosts have their own links.

@@ -3,8 +3,9 @@ address and CPUs, all plugged into a Linux bridge that plays the switch.
 
 A virtual node is what a process started by its `node-exec` script sees: the node's network
 namespace (an `eth0` on the private subnet, loopback), a UTS namespace with the node's hostname,
-an IPC namespace and a mount namespace with a private /dev/shm, an /etc/hosts that names every
-node, and a boot id of its own, and a cpuset cgroup holding the node's CPUs. The boot id and the
+an IPC namespace and a mount namespace with a private /dev/shm, a temporary directory of its own
+(TMPDIR), an /etc/hosts that names every node, and a boot id of its own, and a cpuset cgroup
+holding the node's CPUs. The boot id and the
 IPC namespace are how communication libraries tell hosts apart (UCX compares them before it
 uses shared memory or cross-memory attach between processes), the hostname is how MPI tells
 nodes apart, and the cpuset is what the launchers bind ranks within: with those, every library

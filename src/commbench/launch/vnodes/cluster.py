@@ -49,6 +49,11 @@ class VirtualCluster:
     def directory(self) -> Path:
         return RUN_ROOT / self.name
 
+    def temporary_directory(self, node: VirtualNode) -> Path:
+        """The node's own TMPDIR, as a host has its own /tmp: MPI runtimes keep their session files
+        there under names made of the host's name and a pid, and every cluster's nodes share names."""
+        return self.directory / "tmp" / node.hostname
+
     @property
     def exec_script(self) -> Path:
         """ssh-like: `node-exec [ssh options] HOST COMMAND...` runs COMMAND on the virtual node HOST."""

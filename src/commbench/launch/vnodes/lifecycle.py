@@ -114,6 +114,7 @@ def create(cluster: VirtualCluster) -> None:
     (cluster.directory / "hosts").write_text("\n".join(hosts) + "\n")
     for node in cluster.nodes:
         (cluster.directory / f"{node.hostname}.boot_id").write_text(f"{uuid.uuid4()}\n")
+        cluster.temporary_directory(node).mkdir(parents=True)
     try:
         _make_cpusets(cluster)
     except OSError as error:

@@ -42,6 +42,8 @@ case "$host" in
 esac
 echo $$ > {shlex.quote(str(cluster.cpuset_root / cluster.name))}/$node/cgroup.procs || exit 255
 export d={directory}
+# The node's own temporary directory, whatever the caller's was (prterun's, when it starts a daemon here).
+export TMPDIR="$d/tmp/$node"
 exec nsenter --net=/run/netns/{cluster.name}-$node unshare --uts --ipc --mount --propagation slave -- \\
   sh -c {shlex.quote(inside)} "$node" "$PWD" "$*"
 """
