@@ -1,7 +1,6 @@
 """Interactive engines: ipyparallel MPI engines on both libraries running the kernels' shared
 library, datasets in the campaign schema, the same latency as the binary, and a clean stop."""
 
-import glob
 import os
 import re
 import subprocess
@@ -14,6 +13,7 @@ import pytest
 
 from commbench.interactive import append_to_campaign, run, start_engines
 from commbench.launch.families.mpich import Hydra
+from commbench.launch.supervision import leftover_files
 from commbench.launch.placement import Placement
 
 from conftest import LIBRARIES, launch
@@ -48,7 +48,7 @@ def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_pat
     from commbench.campaign import Campaign, validate_campaign
     from commbench.data.collect import build_dataset
 
-    topology_files = set(glob.glob(Hydra.leftovers))    # what Hydra's proxies leave in /tmp when killed
+    topology_files = leftover_files(Hydra.leftovers)    # what Hydra's proxies leave in /tmp when killed
     with start_engines(library, "1N2P", workspace, activate=False) as engines:
         assert [i["rank"] for i in engines.info] == [0, 1]
         assert all(i["size"] == 2 for i in engines.info)
@@ -57,7 +57,7 @@ def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_pat
         pids = engines.pids
     assert _gone(pids), "engine processes outlived stop()"
     if library.startswith("mpich"):
-        assert set(glob.glob(Hydra.leftovers)) <= topology_files, "stopped engines left their topology files"
+        assert leftover_files(Hydra.leftovers) <= topology_files, "stopped engines left their topology files"
 
     # The same variables, coordinates and dims as a campaign's dataset built from the binary.
     result = launch(workspace, library, Placement("1N2P", 1, 2),

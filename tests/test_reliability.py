@@ -27,6 +27,8 @@ from commbench.campaign.rounds import round_order
 from commbench.data.collect import build_dataset, read_all
 from commbench.data.failures import failures
 from commbench.io.netcdf import write_dataset
+from commbench.launch.families.mpich import Hydra
+from commbench.launch.supervision import leftover_files, mapped_files
 from commbench import open_campaign
 from commbench.launch.preflight import ResourceError, check_resources, needs, resource_problems
 from commbench.launch.placement import Placement
@@ -317,6 +319,8 @@ HANG = textwrap.dedent("""
 @pytest.mark.mpi
 def test_hung_launch_is_killed_recorded_and_the_campaign_completes(workspace, built):
     campaign = write(workspace / "config" / "campaigns", HANG.format(name="hang", timeout=5), "hang.yaml")
+    segments = tuple(pattern for pattern in Hydra.leftovers if pattern.startswith("/dev/shm/"))
+    segments_before = leftover_files(segments)
     run = snakemake(workspace, "results/hang/hang.nc", "--configfile", str(campaign))
     assert "2 launches gave no data" in run.stdout + run.stderr
     ds = open_campaign(workspace / "results" / "hang" / "hang.nc")
@@ -327,6 +331,9 @@ def test_hung_launch_is_killed_recorded_and_the_campaign_completes(workspace, bu
     assert (ds["sample_count"].sel(kernel="pingpong.send") > 0).all()
 
     assert no_leftovers(workspace) == []
+    # Nor files: MPICH's ranks, killed at the timeout, left their shared-memory segment in /dev/shm (a
+    # neighbour's launch running now has its own, mapped by its ranks).
+    assert segments and not leftover_files(segments) - segments_before - mapped_files()
     log = [json.loads(line) for line in (workspace / "results" / "hang" / "failures.jsonl").read_text().splitlines()]
     assert sorted((e["library"], e["kernel"], e["status"]) for e in log) == [
         ("mpich-5.0.2", "pingpong.send@hang", "timeout"), ("openmpi-5.0.11", "pingpong.send@hang", "timeout")]

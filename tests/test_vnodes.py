@@ -1,7 +1,6 @@
 """Virtual nodes (commbench.launch.vnodes): hosts of their own on one machine, launches on them through
 each library's own remote start, and nothing left behind however a launch ends."""
 
-import glob
 import json
 import math
 import os
@@ -18,6 +17,7 @@ import pytest
 
 from commbench.launch import netem, vnodes
 from commbench.launch.families.mpich import Hydra
+from commbench.launch.supervision import leftover_files
 from commbench.launch.placement import Placement
 
 from conftest import LIBRARIES, campaign_error, launch
@@ -259,7 +259,7 @@ def test_a_launch_killed_mid_run_leaves_no_node_behind(workspace, built, tmp_pat
     arguments = {"installation": json.loads((workspace / "build" / "envs" / library / "library.json").read_text()),
                  "build": json.loads((workspace / "build" / "kernels" / library / "build.json").read_text()),
                  "library": library, "output": str(tmp_path / "launch.jsonl"), "scratch": str(tmp_path / "scratch")}
-    topology_files = set(glob.glob(Hydra.leftovers))    # what Hydra's proxies leave in /tmp when killed
+    topology_files = leftover_files(Hydra.leftovers)    # what Hydra's proxies leave in /tmp when killed
     (tmp_path / "tmp").mkdir()
     child = subprocess.Popen([sys.executable, "-c", KILLED_LAUNCH, json.dumps(arguments)],
                              env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
@@ -280,7 +280,7 @@ def test_a_launch_killed_mid_run_leaves_no_node_behind(workspace, built, tmp_pat
     assert len(list((tmp_path / "scratch").iterdir())) == (1 if signum == signal.SIGKILL else 0)
     assert len(list((tmp_path / "tmp").iterdir())) == (1 if signum == signal.SIGKILL else 0)
     if signum == signal.SIGTERM:   # nor, killed mid-run, the topology files of its proxies
-        assert set(glob.glob(Hydra.leftovers)) <= topology_files
+        assert leftover_files(Hydra.leftovers) <= topology_files
     if signum == signal.SIGKILL:
         assert name in vnodes.existing_clusters()
         vnodes.sweep()

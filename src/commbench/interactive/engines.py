@@ -102,7 +102,7 @@ class Engines:
     log_file: Path | None = None       # the engines' and controller's output
     stopped: bool = False
     # What the launcher leaves when its processes are killed, and what of it was there before the engines.
-    leftovers: str = ""
+    leftovers: tuple[str, ...] = ()
     leftovers_before: set[str] = field(default_factory=set)
 
     def __enter__(self) -> "Engines":
@@ -154,7 +154,7 @@ class Engines:
                 remove_leftovers(self.leftovers, self.leftovers_before)
         except locks.LockTimeout as busy:
             logging.getLogger(__name__).warning("%s: what the launcher left (%s) is left: %s", what,
-                                                self.leftovers, busy)
+                                                ", ".join(self.leftovers), busy)
 
     @property
     def pids(self) -> list[int]:

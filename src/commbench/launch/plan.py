@@ -75,7 +75,7 @@ class LaunchPlan:
     command: list[str]
     env: dict[str, str] = field(default_factory=dict)
     binding: str = "core"
-    leftovers: str = ""    # what the launcher leaves when killed (Launcher.leftovers)
+    leftovers: tuple[str, ...] = ()    # what the launcher leaves when killed (Launcher.leftovers)
 
 
 def plan_launch(library: dict, placement: Placement, binary: str, kernel_args: list[str],

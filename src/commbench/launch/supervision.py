@@ -308,16 +308,33 @@ class ConsoleStream:
             return "".join(self._kept)[-STDERR_TAIL_CHARS:]
 
 
-def leftover_files(pattern: str) -> set[str]:
-    """The files matching a launcher's leftovers (Launcher.leftovers) now; none without a pattern."""
-    return set(glob.glob(pattern)) if pattern else set()
+def leftover_files(patterns: tuple[str, ...]) -> set[str]:
+    """The files matching a launcher's leftovers (Launcher.leftovers) now."""
+    return {path for pattern in patterns for path in glob.glob(pattern)}
 
 
-def remove_leftovers(pattern: str, before: set[str]) -> None:
+def remove_leftovers(patterns: tuple[str, ...], before: set[str]) -> None:
     """What a launcher's killed processes left in a fixed place since `before` was taken. Launches never
-    overlap on a machine (launch.locks), so what appeared in the meantime is this launch's."""
-    for path in leftover_files(pattern) - before:
+    overlap on a machine (launch.locks), so what appeared in the meantime is this launch's; a file that a
+    live process maps (the shared memory of an MPI job started outside commbench meanwhile) stays."""
+    appeared = leftover_files(patterns) - before
+    for path in appeared - (mapped_files() if appeared else set()):
         try:
             os.unlink(path)
         except OSError:
             pass
+
+
+def mapped_files() -> set[str]:
+    """The files that live processes have mapped into memory (from /proc/PID/maps)."""
+    mapped = set()
+    for maps in glob.glob("/proc/[0-9]*/maps"):
+        try:
+            with open(maps) as lines:
+                for line in lines:
+                    fields = line.split(maxsplit=5)   # address, perms, offset, device, inode, path
+                    if len(fields) == 6 and fields[5].startswith("/"):
+                        mapped.add(fields[5].rstrip("\n"))
+        except OSError:
+            continue
+    return mapped

@@ -25,9 +25,10 @@ class Launcher:
     """How one kind of mpiexec takes options."""
 
     name = ""
-    # Files the launcher's processes make in a fixed place and remove only when they exit (a glob): a launch
-    # that had to kill them removes those that appeared while it ran (launches never overlap on a machine).
-    leftovers = ""
+    # Files the launcher's or the ranks' processes make in a fixed place and remove only when they exit
+    # (globs): a launch that had to kill them removes those that appeared while it ran (launches never
+    # overlap on a machine).
+    leftovers: tuple[str, ...] = ()
 
     def oversubscribe_options(self) -> list[str]:
         """Options that let ranks outnumber cores (none: the launcher allows it unasked)."""

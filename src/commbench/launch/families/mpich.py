@@ -10,8 +10,9 @@ from commbench.launch.families.base import Launcher, MPIFamily, Unsupported
 class Hydra(Launcher):
     name = "hydra"
     # hydra_pmi_proxy writes the node's hwloc topology to /tmp/hydra_hwloc_xmlfile_XXXXXX (a path built in)
-    # and unlinks it when it exits: a proxy killed on a virtual node leaves it behind.
-    leftovers = "/tmp/hydra_hwloc_xmlfile_*"
+    # and unlinks it when it exits: a proxy killed on a virtual node leaves it behind. The ranks of one node
+    # share a 2 MiB segment, /dev/shm/mpich_shm_XXXXXXXX, which ranks killed at a timeout leave behind.
+    leftovers = ("/tmp/hydra_hwloc_xmlfile_*", "/dev/shm/mpich_shm_*")
 
     def remote_start_options(self, exec_script: str, hosts: str) -> list[str]:
         return ["-launcher", "ssh", "-launcher-exec", exec_script, "-hosts", hosts]
