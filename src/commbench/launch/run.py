@@ -88,12 +88,12 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
             return record_not_run(output, meta, *not_run)
         # Named by the launch and its raw file (a hash of the path), so that what a killed run of this launch
         # left (SIGKILL runs no clean-up) is removed by the next one: only the holder of the launch's lock,
-        # this process, uses these names. The launch's temporary directory has a short name: the MPI
-        # runtimes' sockets live in it, and a socket's path has at most 107 bytes.
+        # this process, uses these names. The launch's temporary directory (made where it is used) has a
+        # short name: the MPI runtimes' sockets live in it, and a socket's path has at most 107 bytes.
         digest = hashlib.sha1(str(output.resolve()).encode()).hexdigest()[:10]
         private = _emptied(Path(scratch or tempfile.gettempdir()) / f"commbench-{library}-{placement.name}-{kernel}-"
                                                                      f"{launch}-{digest}")
-        temporary = _emptied(Path(tempfile.gettempdir()) / f"commbench-tmp-{digest}")
+        temporary = Path(tempfile.gettempdir()) / f"commbench-tmp-{digest}"
         try:
             with contextlib.ExitStack() as held:   # the machine, and the launch's virtual nodes if it has them
                 if not os.environ.get("SLURM_JOB_ID"):   # in an allocation, the nodes are the launch's own
@@ -103,7 +103,6 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
                                    meta, output, timeout_s, library_env, log, held, temporary)
         finally:
             shutil.rmtree(private, ignore_errors=True)
-            shutil.rmtree(temporary, ignore_errors=True)
 
 
 def _emptied(directory: Path) -> str:
@@ -145,7 +144,7 @@ def record_not_run(output: Path, meta: dict, status: str, reason: str) -> dict:
 
 
 def _run_launch(installation, binary, kernel_args, placement, meta, output, timeout_s, library_env, log,
-                cleanup: contextlib.ExitStack, temporary: str) -> dict:
+                cleanup: contextlib.ExitStack, temporary: Path) -> dict:
     partial = output.with_name(output.name + ".partial")
     partial.unlink(missing_ok=True)   # a previous run's, killed before it could remove it
     allocation = slurm_allocation(os.environ)
@@ -180,7 +179,8 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
         # that a later daemon given the same pid took for its own and failed on (PRRTE's exit status 213).
         # Virtual nodes have one each (their node-exec sets it); hosts of an allocation have their own /tmp.
         # Not in the launch record: a path that differs every launch and changes nothing measured.
-        env["TMPDIR"] = temporary
+        env["TMPDIR"] = _emptied(temporary)
+        cleanup.callback(shutil.rmtree, temporary, ignore_errors=True)
     argv = in_environment(installation["env_dir"], shlex.join(plan.command))
     if (placement.network or placement.switch) and not placement.emulated:
         # The emulated link is a network namespace on one host; real hosts have their own links.

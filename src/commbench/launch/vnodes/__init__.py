@@ -5,11 +5,11 @@ A virtual node is what a process started by its `node-exec` script sees: the nod
 namespace (an `eth0` on the private subnet, loopback), a UTS namespace with the node's hostname,
 an IPC namespace and a mount namespace with a private /dev/shm, a temporary directory of its own
 (TMPDIR), an /etc/hosts that names every node, and a boot id of its own, and a cpuset cgroup
-holding the node's CPUs. The boot id and the
-IPC namespace are how communication libraries tell hosts apart (UCX compares them before it
-uses shared memory or cross-memory attach between processes), the hostname is how MPI tells
-nodes apart, and the cpuset is what the launchers bind ranks within: with those, every library
-takes its own path between nodes, as it would between real hosts.
+holding the node's CPUs. The boot id and the IPC namespace are how communication libraries tell
+hosts apart (UCX compares them before it uses shared memory or cross-memory attach between
+processes), the hostname is how MPI tells nodes apart, and the cpuset is what the launchers bind
+ranks within: with those, every library takes its own path between nodes, as it would between
+real hosts.
 
 The package's parts: cluster (the model of a cluster, its names, addresses and CPUs), node_exec
 (the script that runs a command on a node, and the processes on its nodes), lifecycle (making,

@@ -17,7 +17,9 @@ from commbench.launch.vnodes.cluster import VirtualCluster, _run, cpuset_root
 def node_exec_script(cluster: VirtualCluster) -> str:
     """The cluster's remote shell, as ssh is called: [options] HOST COMMAND... The command words
     are joined by spaces and run by sh, as ssh's remote shell runs them."""
-    cases = "\n".join(f"  {node.hostname}|{node.address}) node={node.hostname} ;;" for node in cluster.nodes)
+    # Each node's own temporary directory, whatever the caller's was (prterun's, when it starts a daemon).
+    cases = "\n".join(f"  {node.hostname}|{node.address}) node={node.hostname}; "
+                      f"tmp={shlex.quote(str(cluster.temporary_directory(node)))} ;;" for node in cluster.nodes)
     directory = shlex.quote(str(cluster.directory))
     # $0: the node; $1: the working directory to keep; $2: the command.
     inside = ("mount --bind \"$d/hosts\" /etc/hosts && "
@@ -41,9 +43,7 @@ case "$host" in
   *) echo "{cluster.name}: no virtual node $host" >&2; exit 255 ;;
 esac
 echo $$ > {shlex.quote(str(cluster.cpuset_root / cluster.name))}/$node/cgroup.procs || exit 255
-export d={directory}
-# The node's own temporary directory, whatever the caller's was (prterun's, when it starts a daemon here).
-export TMPDIR="$d/tmp/$node"
+export d={directory} TMPDIR="$tmp"
 exec nsenter --net=/run/netns/{cluster.name}-$node unshare --uts --ipc --mount --propagation slave -- \\
   sh -c {shlex.quote(inside)} "$node" "$PWD" "$*"
 """
