@@ -1,19 +1,24 @@
 """A report of a broad campaign: many kernel variants become small multiples, figures past one page go
 on one page per kernel family, and figures past the interactive budget are shown as their static PNG;
-every page opens in a real headless browser without errors. Synthetic campaigns keep it fast."""
+every page opens in a real headless browser without errors, and an all-pairs campaign's heatmap shows,
+as rendered there, the node planted slow. Synthetic campaigns keep it fast."""
 
+import io
 import re
 import time
 
+import numpy as np
 import pytest
 from PIL import Image
 
+from commbench.data import synthetic as syn
+from commbench.data.pairs import PAIR_DIMS
 from commbench.report import ReportData, write_report
 from commbench.report import pages as report_pages
 from commbench.report.comparison_figures import MAX_PANELS
 from commbench.report.plotting import MAX_CURVES
 
-from test_compare_report import two_libraries
+from test_compare_report import as_collected, two_libraries
 from test_report import RENDERED, _browser
 
 # Two library rows x 13 variants: 26 curves in one overlay, more than a reader can tell apart, and
@@ -119,3 +124,78 @@ def test_a_few_figures_of_many_panels_also_get_pages():
     pages = report_pages.figure_pages(figures)
     assert {page: [f.name for f in members] for page, members in pages.items()} == {
         "": ["library-comparison-1N2P"], "point-to-point": ["variants-1N2P", "variants-2N1P"]}
+
+
+def pair_campaign(times, kernel="allpairs.isolated", library="mpich-5.0.2", size=8192):
+    """A campaign dataset of one all-pairs kernel on one node per rank, its pair times `times` (source,
+    destination, launch) as collect writes them, each rank on its own node vnode<rank>."""
+    nodes, _, launches = times.shape
+    placement = f"{nodes}N1P"
+    per_launch = np.nanmedian(times, axis=(0, 1))[None, :, None] * np.ones((1, launches, 3))
+    ds = as_collected(syn.dataset_from_cubes({(library, placement, kernel): ([size], per_launch)}))
+    ds = ds.assign_coords(pair_kernel=("pair_kernel", [kernel]), source_rank=np.arange(nodes),
+                          destination_rank=np.arange(nodes), metric=("kernel", ["latency: one message each way"]))
+    ds["pair_time"] = (PAIR_DIMS, np.moveaxis(times, 2, 0)[None, None, None, None])
+    ds["hosts"] = (("library", "placement", "kernel", "launch"),
+                   np.full((1, 1, 1, launches), ",".join(f"vnode{n}" for n in range(nodes))))
+    return ds
+
+
+# The plot area of the Bokeh figure whose title ends with arguments[0], scrolled into view: where it is
+# in the window (CSS pixels) and how many screen pixels a CSS pixel is.
+PLOT_AREA = """
+const found = [];
+const walk = view => { found.push(view); (view.child_views || []).forEach(walk); };
+(Bokeh.index.values ? [...Bokeh.index.values()] : Object.values(Bokeh.index)).forEach(walk);
+const view = found.find(v => v.model.type === "Figure" && v.model.title && v.model.title.text.endsWith(arguments[0]));
+if (!view) return null;
+view.el.scrollIntoView();
+const box = view.el.getBoundingClientRect(), frame = view.frame.bbox;
+return {x: box.x + frame.x0, y: box.y + frame.y0, width: frame.width, height: frame.height,
+        scale: window.devicePixelRatio};
+"""
+
+
+def test_the_pair_heatmap_as_the_browser_draws_it_shows_the_slow_node(tmp_path):
+    """Eight nodes, five launches, node 3's pairs 1.6 times slower: in the screenshot of the rendered page,
+    node 3's row and column are the darkest cells (viridis: the least bandwidth), the diagonal (no pair)
+    is blank, and the caption names vnode3."""
+    nodes, slow = 8, 3
+    manifest = write_report(ReportData(pair_campaign(syn.pair_times(nodes, 5, time_s=8192 / 100e6,
+                                                                    slow_nodes={slow: 1.6}, seed=2))), tmp_path)
+    [heatmap] = [f for f in manifest["figures"] if f["name"].startswith("pairs-")]
+    assert heatmap["interactive"]
+    page = (tmp_path / heatmap["page"]).read_text()
+    assert "vnode3: every pair through it" in page
+    driver = _browser()
+    try:
+        driver.set_window_size(1200, 900)
+        driver.get((tmp_path / heatmap["page"]).resolve().as_uri())
+        area = None
+        for _ in range(120):
+            state = driver.execute_script("return typeof Bokeh === 'undefined' ? null : true") and \
+                driver.execute_script(RENDERED)
+            if state and state["idle"] and (area := driver.execute_script(PLOT_AREA, "every pair's bandwidth")):
+                break
+            time.sleep(0.5)
+        assert area, "the heatmap was never rendered"
+        time.sleep(0.2)     # the scroll's repaint
+        shot = Image.open(io.BytesIO(driver.get_screenshot_as_png())).convert("L")
+        errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    finally:
+        driver.quit()
+    assert not errors, errors
+    scale = area["scale"]
+    plot = np.asarray(shot.crop(tuple(round(v * scale) for v in (
+        area["x"], area["y"], area["x"] + area["width"], area["y"] + area["height"])))).astype(float)
+    height, width = plot.shape
+    # Each cell's brightness: the median of its middle half (away from the edges' antialiasing).
+    cells = np.array([[np.median(plot[int((i + 0.25) * height / nodes):int((i + 0.75) * height / nodes),
+                                      int((j + 0.25) * width / nodes):int((j + 0.75) * width / nodes)])
+                       for j in range(nodes)] for i in range(nodes)])     # row: source, top to bottom
+    diagonal = np.eye(nodes, dtype=bool)
+    through_slow = np.zeros((nodes, nodes), dtype=bool)
+    through_slow[slow, :] = through_slow[:, slow] = True
+    assert (cells[diagonal] > 250).all(), cells.round()                   # blank: the page's white
+    assert (cells[~diagonal] < 240).all(), cells.round()                  # every pair drawn in colour
+    assert cells[through_slow & ~diagonal].max() < cells[~through_slow & ~diagonal].min(), cells.round()
