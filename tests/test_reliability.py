@@ -354,6 +354,42 @@ def test_a_launch_killed_at_its_timeout_leaves_no_shared_memory_segment(workspac
     assert segments and not leftover_files(segments) - before - mapped_files()
 
 
+HUNG_LAUNCH = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from conftest import launch
+from commbench.launch.placement import Placement
+launch(Path(sys.argv[2]), "mpich-5.0.2", Placement("1N2P", 1, 2),
+       ["pingpong.send", "--sizes", "8,1024", "--min-samples", "3", "--test-hang-after", "1"], Path(sys.argv[3]),
+       timeout_s=120)
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.alone   # what /dev/shm and /tmp hold is the whole host's
+def test_a_launch_whose_launcher_is_killed_outright_leaves_no_files_behind(workspace, built, tmp_path):
+    """SIGKILL of the process running a launch (the OOM killer, a workflow killed with its jobs): it
+    cleans nothing up, and its supervisor, which outlives it, ends the ranks and removes what they left
+    (MPICH's shared-memory segment in /dev/shm)."""
+    before = leftover_files(Hydra.leftovers)
+    launcher = subprocess.Popen([sys.executable, "-c", HUNG_LAUNCH, str(REPO / "tests"), str(workspace), str(tmp_path)])
+    try:
+        deadline = time.monotonic() + 60
+        while not leftover_files(Hydra.leftovers) - before:       # the ranks have made their segment
+            assert launcher.poll() is None and time.monotonic() < deadline, "the launch never started its ranks"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        supervisors = [p for p in psutil.Process(launcher.pid).children() if "_supervise()" in " ".join(p.cmdline())]
+        assert len(supervisors) == 1
+    finally:
+        launcher.kill()
+        launcher.wait()
+    psutil.wait_procs(supervisors, timeout=30)
+    assert not any(process.is_running() for process in supervisors)
+    assert not leftover_files(Hydra.leftovers) - before - mapped_files()
+
+
 def _start(workspace, *args) -> subprocess.Popen:
     """snakemake in a session of its own, so that the test can interrupt or kill its whole group."""
     return subprocess.Popen(workflow_command(workspace, *args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

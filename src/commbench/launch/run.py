@@ -45,7 +45,7 @@ from commbench.launch.libraries import in_environment
 from commbench.launch.placement import Placement, allocated_hosts, slurm_allocation
 from commbench.launch.plan import Unsupported, emulation_of, plan_launch
 from commbench.launch.supervision import (KILL_GRACE_S, STDERR_TAIL_CHARS, ConsoleStream, end_launch, interruption,
-                                          leftover_files, remove_leftovers, supervised_command)
+                                          supervised_command)
 
 # How much longer than its own timeout a launch waits for a previous run of it to end: that run is
 # being stopped (its workflow killed), or, under Slurm, runs out its own time limit.
@@ -192,11 +192,10 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
     elif placement.network:
         argv = netem.wrap(shlex.join(argv), placement.network)
     reserve = reserve_record_space(output)   # so that a kernel filling the disk still leaves room for its record
-    cleanup.callback(remove_leftovers, plan.leftovers, leftover_files(plan.leftovers))
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()
     try:
-        process = subprocess.Popen(supervised_command(argv, KILL_GRACE_S), env=env,
+        process = subprocess.Popen(supervised_command(argv, KILL_GRACE_S, plan.leftovers), env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    errors="replace", start_new_session=True)
         streamed = ConsoleStream(process.stdout, log)

@@ -19,8 +19,8 @@ KILL_GRACE_S = 3.0   # how long mpiexec may take to end its ranks before they ar
 
 
 # -- ending processes -------------------------------------------------------------------------------
-# descendants() and kill_all() also run inside the supervisor (`python -I -S -c`, the standard library
-# alone), as part of its source: they use nothing but os and signal.
+# descendants(), kill_all() and the leftover files' functions also run inside the supervisor (`python -I
+# -S -c`, the standard library alone), as part of its source: they use nothing but glob, os and signal.
 
 def descendants(root: int) -> list[int]:
     """Every process below `root` (its children, theirs, ...), read from /proc."""
@@ -130,8 +130,10 @@ def _supervise() -> None:
     descendants and kill_all) so that it starts in milliseconds and needs nothing beyond the
     standard library.
 
-    argv: PARENT_PID GRACE_S COMMAND... It runs COMMAND and, however the launch ends, leaves
-    no process of it behind. MPI launchers put their proxies and ranks in sessions of their
+    argv: PARENT_PID GRACE_S LEFTOVERS COMMAND... It runs COMMAND and, however the launch ends, leaves
+    no process of it behind, nor the files its killed processes left where LEFTOVERS (glob patterns,
+    one per line: the launcher's Launcher.leftovers) say: it outlives the launcher, so this holds
+    when the launcher itself is killed outright. MPI launchers put their proxies and ranks in sessions of their
     own (Hydra) or let them outlive a killed mpiexec (PRRTE), so neither a process group nor
     mpiexec's own clean-up is enough: this process adopts every orphan of the launch (child
     subreaper) and kills all its descendants at the end. It also dies with its parent
@@ -145,7 +147,9 @@ def _supervise() -> None:
     import sys
     import time
 
-    parent, grace_s, command = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
+    parent, grace_s, command = int(sys.argv[1]), float(sys.argv[2]), sys.argv[4:]
+    leftovers = tuple(pattern for pattern in sys.argv[3].split("\n") if pattern)
+    before = leftover_files(leftovers)
     libc = ctypes.CDLL(None, use_errno=True)
     pr_set_pdeathsig, pr_set_child_subreaper = 1, 36
     libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0)
@@ -199,16 +203,19 @@ def _supervise() -> None:
     except Stop:   # one that came just before (its handler ignores the rest)
         pass
     end_everything(first)
+    remove_leftovers(leftovers, before)
     sys.exit(code)
 
 
-def supervised_command(argv: list[str], grace_s: float) -> list[str]:
-    """The command that runs `argv` under a supervisor (_supervise) that outlives none of it."""
+def supervised_command(argv: list[str], grace_s: float, leftovers: tuple[str, ...] = ()) -> list[str]:
+    """The command that runs `argv` under a supervisor (_supervise) that outlives none of it and
+    removes what its killed processes left where `leftovers` say."""
     import inspect
 
-    source = "\n".join(["import os", "import signal", "", inspect.getsource(descendants),
-                        inspect.getsource(kill_all), inspect.getsource(_supervise), "_supervise()", ""])
-    return [sys.executable, "-I", "-S", "-c", source, str(os.getpid()), str(grace_s), *argv]
+    helpers = (descendants, kill_all, leftover_files, remove_leftovers, mapped_files, _supervise)
+    source = "\n".join(["import glob", "import os", "import signal", "",
+                        *map(inspect.getsource, helpers), "_supervise()", ""])
+    return [sys.executable, "-I", "-S", "-c", source, str(os.getpid()), str(grace_s), "\n".join(leftovers), *argv]
 
 
 def _guard_workflow() -> None:
