@@ -27,8 +27,9 @@ from commbench.campaign.rounds import round_order
 from commbench.data.collect import build_dataset, read_all
 from commbench.data.failures import failures
 from commbench.io.netcdf import write_dataset
+from commbench.launch import locks
 from commbench.launch.families.mpich import Hydra
-from commbench.launch.supervision import leftover_files, mapped_files
+from commbench.launch.supervision import alive, leftover_files, mapped_files
 from commbench import open_campaign
 from commbench.launch.preflight import ResourceError, check_resources, needs, resource_problems
 from commbench.launch.placement import Placement
@@ -371,7 +372,8 @@ launch(Path(sys.argv[2]), "mpich-5.0.2", Placement("1N2P", 1, 2),
 def test_a_launch_whose_launcher_is_killed_outright_leaves_no_files_behind(workspace, built, tmp_path):
     """SIGKILL of the process running a launch (the OOM killer, a workflow killed with its jobs): it
     cleans nothing up, and its supervisor, which outlives it, ends the ranks and removes what they left
-    (MPICH's shared-memory segment in /dev/shm)."""
+    (MPICH's shared-memory segment in /dev/shm), holding the machine's lock until it has: the next
+    launch finds the machine as this one found it."""
     before = leftover_files(Hydra.leftovers)
     launcher = subprocess.Popen([sys.executable, "-c", HUNG_LAUNCH, str(REPO / "tests"), str(workspace), str(tmp_path)])
     try:
@@ -382,12 +384,14 @@ def test_a_launch_whose_launcher_is_killed_outright_leaves_no_files_behind(works
         time.sleep(0.5)
         supervisors = [p for p in psutil.Process(launcher.pid).children() if "_supervise()" in " ".join(p.cmdline())]
         assert len(supervisors) == 1
+        ranks = [p for p in supervisors[0].children(recursive=True) if p.name() == "commbench-kernels"]
+        assert ranks
     finally:
         launcher.kill()
         launcher.wait()
-    psutil.wait_procs(supervisors, timeout=30)
-    assert not any(process.is_running() for process in supervisors)
-    assert not leftover_files(Hydra.leftovers) - before - mapped_files()
+    with locks.machine("the test's next launch", wait_s=60):
+        assert not [process.pid for process in supervisors + ranks if alive(process.pid)]
+        assert not leftover_files(Hydra.leftovers) - before - mapped_files()
 
 
 def _start(workspace, *args) -> subprocess.Popen:

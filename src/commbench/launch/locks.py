@@ -9,7 +9,9 @@
   a Slurm allocation do not take it: the allocation is the launch's own.
 
 Both are flock(2) locks on a file: the kernel drops a lock when the process holding it ends, however
-it ends, so a killed holder never leaves a stale lock behind. The lock file says who holds it (for
+it ends, so a killed holder never leaves a stale lock behind. A launch's supervisor holds them with
+the launch (held_descriptors()): a launch whose launcher was killed outright keeps them until the
+supervisor has ended its processes and removed what they left. The lock file says who holds it (for
 the waiting one's message); a launch's lock file is removed by its holder when the launch ends.
 """
 
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 POLL_S = 0.2
+_HELD: set[int] = set()    # the descriptors of the locks this process holds now (held_descriptors)
 
 
 def machine_lock_path() -> Path:
@@ -84,9 +87,11 @@ def held(path, holder: str, *, wait_s: float | None = None, on_wait: Callable[[s
         os.pwrite(fd, (holder + "\n").encode(), 0)
     except OSError:
         pass                          # read-only (another user's machine lock): the lock still holds
+    _HELD.add(fd)
     try:
         yield waited
     finally:
+        _HELD.discard(fd)
         if remove:
             with contextlib.suppress(OSError):
                 path.unlink()         # while still held: a waiter that opened it takes a new one
@@ -94,6 +99,12 @@ def held(path, holder: str, *, wait_s: float | None = None, on_wait: Callable[[s
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
         os.close(fd)                  # drops the lock
+
+
+def held_descriptors() -> tuple[int, ...]:
+    """The open files of the locks this process holds: a process started with them (subprocess's
+    pass_fds) holds those locks too, for as long as either keeps them open."""
+    return tuple(sorted(_HELD))
 
 
 def machine(what: str, tell: Callable[[str], None] | None = None, *, holder: str | None = None,

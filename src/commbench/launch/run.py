@@ -195,9 +195,11 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()
     try:
+        # The supervisor holds the launch's locks too (held_descriptors): killed outright, this process
+        # drops its own at once, and the next launch waits until the supervisor has ended this one.
         process = subprocess.Popen(supervised_command(argv, KILL_GRACE_S, plan.leftovers), env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   errors="replace", start_new_session=True)
+                                   errors="replace", start_new_session=True, pass_fds=locks.held_descriptors())
         streamed = ConsoleStream(process.stdout, log)
         try:
             process.wait(timeout=timeout_s)
