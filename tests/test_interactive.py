@@ -55,7 +55,14 @@ def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_pat
         points = []
         ds = run(engines, "pingpong.send", on_point=points.append, progress=False, **QUICK)
         pids = engines.pids
+        # The MPI runtime's session files go to a directory of the engines' own (not the host's /tmp,
+        # where a killed daemon's files failed a later one given its pid), removed when they stop.
+        engines.view.execute("import os as _os\n_commbench_tmp = _os.environ.get('TMPDIR')")
+        session = engines.session_directory
+        assert session and Path(session).name.startswith("commbench-tmp-")
+        assert engines.view.pull("_commbench_tmp") == [session, session]
     assert _gone(pids), "engine processes outlived stop()"
+    assert not Path(session).exists()
     if library.startswith("mpich"):
         assert leftover_files(Hydra.leftovers) <= topology_files, "stopped engines left their topology files"
 

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from datetime import datetime
@@ -372,7 +373,7 @@ launch(Path(sys.argv[2]), "mpich-5.0.2", Placement("1N2P", 1, 2),
 def test_a_launch_whose_launcher_is_killed_outright_leaves_no_files_behind(workspace, built, tmp_path):
     """SIGKILL of the process running a launch (the OOM killer, a workflow killed with its jobs): it
     cleans nothing up, and its supervisor, which outlives it, ends the ranks and removes what they left
-    (MPICH's shared-memory segment in /dev/shm), holding the machine's lock until it has: the next
+    (MPICH's shared-memory segment in /dev/shm) and the launch's own TMPDIR, holding the machine's lock until it has: the next
     launch finds the machine as this one found it."""
     before = leftover_files(Hydra.leftovers)
     launcher = subprocess.Popen([sys.executable, "-c", HUNG_LAUNCH, str(REPO / "tests"), str(workspace), str(tmp_path)])
@@ -386,12 +387,15 @@ def test_a_launch_whose_launcher_is_killed_outright_leaves_no_files_behind(works
         assert len(supervisors) == 1
         ranks = [p for p in supervisors[0].children(recursive=True) if p.name() == "commbench-kernels"]
         assert ranks
+        session = Path(supervisors[0].environ()["TMPDIR"])      # the launch's own
+        assert session.is_dir() and session != Path(tempfile.gettempdir())
     finally:
         launcher.kill()
         launcher.wait()
     with locks.machine("the test's next launch", wait_s=60):
         assert not [process.pid for process in supervisors + ranks if alive(process.pid)]
         assert not leftover_files(Hydra.leftovers) - before - mapped_files()
+        assert not session.exists()
 
 
 def _start(workspace, *args) -> subprocess.Popen:

@@ -9,6 +9,7 @@ import atexit
 import json
 import logging
 import shlex
+import shutil
 import socket
 import tempfile
 import weakref
@@ -20,7 +21,7 @@ from commbench.launch import locks
 from commbench.launch.libraries import engine_python
 from commbench.launch.placement import Placement
 from commbench.launch.supervision import end_processes, leftover_files, remove_leftovers
-from commbench.launch.plan import emulated_network_env, plan_launch
+from commbench.launch.plan import SESSION_DIRECTORY_PREFIX, emulated_network_env, plan_launch
 from commbench.locations import candidates
 
 ENGINE_KINDS = ("mpi", "slurm")
@@ -104,6 +105,7 @@ class Engines:
     # What the launcher leaves when its processes are killed, and what of it was there before the engines.
     leftovers: tuple[str, ...] = ()
     leftovers_before: set[str] = field(default_factory=set)
+    session_directory: str | None = None    # the engines' TMPDIR on this host (SESSION_DIRECTORY_PREFIX)
 
     def __enter__(self) -> "Engines":
         return self
@@ -134,6 +136,8 @@ class Engines:
         # Engines that outlived their launcher (mpiexec gone, ranks not) are killed after a grace period.
         end_processes(self.pids, first=None)
         self._remove_leftovers(machine_is_ours)
+        if self.session_directory:
+            shutil.rmtree(self.session_directory, ignore_errors=True)
         log = getattr(self.cluster, "log", None)
         if isinstance(log, logging.Logger) and log.name.startswith(f"{__name__}."):
             for handler in log.handlers:
@@ -289,6 +293,11 @@ def start_engines(library: str, placement="1N2P", workspace=".", engines: str = 
         # The analysis venv's packages must not shadow the library venv's mpi4py.
         "PYTHONPATH": "", "PYTHONNOUSERSITE": "1",
     }
+    # On this host, the MPI runtime's session files in a directory of the engines' own (removed at stop);
+    # the hosts of a Slurm job have their own /tmp.
+    session_directory = None if engines == "slurm" else tempfile.mkdtemp(prefix=SESSION_DIRECTORY_PREFIX)
+    if session_directory:
+        engine_env["TMPDIR"] = session_directory
     results_dir = workspace / "results" / "interactive"
     results_dir.mkdir(parents=True, exist_ok=True)
     profile_dir = tempfile.mkdtemp(prefix=f"ipyparallel-{library}-", dir=results_dir)
@@ -315,33 +324,33 @@ def start_engines(library: str, placement="1N2P", workspace=".", engines: str = 
         view.execute("import os as _os, socket as _socket\n"
                      "_commbench_process = (_socket.gethostname(), _os.getpid())")
         processes = view.pull("_commbench_process")
+        by_rank = sorted(info, key=lambda i: i["rank"])
+        env_dir = Path(record["env_dir"]).resolve()
+        # The environment's own MPI is in its venv, wherever a link to the venv leads.
+        own = (env_dir, (env_dir / "venv").resolve())
+        foreign = [path for i in by_rank for path in i["libmpi"]
+                   if not any(Path(path).resolve().is_relative_to(root) for root in own)]
+        if engines == "mpi" and record.get("kind") == "pip" and foreign:
+            raise RuntimeError(f"{library}: the engines' mpi4py loaded {foreign[0]}, not the MPI of {env_dir}; "
+                               "recreate the environment (snakemake builds --forcerun mpi_environment)")
+        if [i["rank"] for i in by_rank] != list(range(placement.nprocs)) or by_rank[0]["size"] != placement.nprocs:
+            raise RuntimeError(f"engines are not one MPI job of {placement.nprocs} ranks: {info}")
     except BaseException as error:
-        # Interrupted or failed while starting: nothing may be left running.
+        # Interrupted, failed or wrong while starting: nothing may be left running, nor its files.
         if client is not None:
             client.close()
         cluster.stop_cluster_sync()
+        if session_directory:
+            shutil.rmtree(session_directory, ignore_errors=True)
         error.add_note(f"the engines' output: {log_file}")
         raise
-    by_rank = sorted(info, key=lambda i: i["rank"])
-    env_dir = Path(record["env_dir"]).resolve()
-    # The environment's own MPI is in its venv, wherever a link to the venv leads.
-    own = (env_dir, (env_dir / "venv").resolve())
-    foreign = [path for i in by_rank for path in i["libmpi"]
-               if not any(Path(path).resolve().is_relative_to(root) for root in own)]
-    if engines == "mpi" and record.get("kind") == "pip" and foreign:
-        client.close()
-        cluster.stop_cluster_sync()
-        raise RuntimeError(f"{library}: the engines' mpi4py loaded {foreign[0]}, not the MPI of {env_dir}; "
-                           "recreate the environment (snakemake builds --forcerun mpi_environment)")
-    if [i["rank"] for i in by_rank] != list(range(placement.nprocs)) or by_rank[0]["size"] != placement.nprocs:
-        cluster.stop_cluster_sync()
-        raise RuntimeError(f"engines are not one MPI job of {placement.nprocs} ranks: {info}")
     result = Engines(cluster=cluster, client=client, view=view, library=library, mpi=library, family=family,
                      placement=placement, engines=engines, library_record=record, build_record=build_record,
                      library_env=library_env, workspace=workspace, results_dir=results_dir,
                      launch_env=launch_env, mpi_command=launcher, info=by_rank,
                      processes=[tuple(p) for p in processes], log_file=log_file,
-                     leftovers=plan.leftovers, leftovers_before=leftovers_before)
+                     leftovers=plan.leftovers, leftovers_before=leftovers_before,
+                     session_directory=session_directory)
     _running.add(result)
     if activate:
         try:

@@ -29,6 +29,12 @@ from commbench.launch.families import Unsupported, family_named, launcher_named
 from commbench.launch.libraries import read_controls
 from commbench.launch.placement import Placement
 
+# A launch on one host, and interactive engines there, get a TMPDIR of their own named with this prefix in
+# the system's temporary folder: the MPI runtimes keep session files in TMPDIR named by host and pid, and a
+# daemon killed earlier left files that a later daemon given the same pid took for its own and failed on
+# (PRRTE's exit status 213). Short: PMIx's sockets live there, and a socket's path has at most 107 bytes.
+SESSION_DIRECTORY_PREFIX = "commbench-tmp-"
+
 def emulated_network_env(library: dict) -> dict[str, str]:
     """What makes ranks on one host take this library's network path (TCP over loopback), built
     from the control variables the library has; Unsupported where it has no way to."""

@@ -43,7 +43,7 @@ from commbench.launch import locks, netem
 from commbench.launch import vnodes
 from commbench.launch.libraries import in_environment
 from commbench.launch.placement import Placement, allocated_hosts, slurm_allocation
-from commbench.launch.plan import Unsupported, emulation_of, plan_launch
+from commbench.launch.plan import SESSION_DIRECTORY_PREFIX, Unsupported, emulation_of, plan_launch
 from commbench.launch.supervision import (KILL_GRACE_S, STDERR_TAIL_CHARS, ConsoleStream, end_launch, interruption,
                                           supervised_command)
 
@@ -88,12 +88,11 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
             return record_not_run(output, meta, *not_run)
         # Named by the launch and its raw file (a hash of the path), so that what a killed run of this launch
         # left (SIGKILL runs no clean-up) is removed by the next one: only the holder of the launch's lock,
-        # this process, uses these names. The launch's temporary directory (made where it is used) has a
-        # short name: the MPI runtimes' sockets live in it, and a socket's path has at most 107 bytes.
+        # this process, uses these names. The launch's temporary directory is made where it is used.
         digest = hashlib.sha1(str(output.resolve()).encode()).hexdigest()[:10]
         private = _emptied(Path(scratch or tempfile.gettempdir()) / f"commbench-{library}-{placement.name}-{kernel}-"
                                                                      f"{launch}-{digest}")
-        temporary = Path(tempfile.gettempdir()) / f"commbench-tmp-{digest}"
+        temporary = Path(tempfile.gettempdir()) / f"{SESSION_DIRECTORY_PREFIX}{digest}"
         try:
             with contextlib.ExitStack() as held:   # the machine, and the launch's virtual nodes if it has them
                 if not os.environ.get("SLURM_JOB_ID"):   # in an allocation, the nodes are the launch's own
@@ -173,13 +172,16 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
     except netem.LinkError as error:
         return record_not_run(output, meta, "failed", f"its emulated links could not be made: {error}")
     env = {**os.environ, **allocation, **plan.env}
+    private = ()        # the launch's own directories, removed by its supervisor
     if placement.hosts == 1:
-        # The launcher's and the ranks' session files (Open MPI's, PMIx's) in a directory of the launch's
-        # own, not /tmp: they are named by host and pid, and a daemon killed in an earlier launch left files
-        # that a later daemon given the same pid took for its own and failed on (PRRTE's exit status 213).
-        # Virtual nodes have one each (their node-exec sets it); hosts of an allocation have their own /tmp.
+        # The launcher's and the ranks' session files in a directory of the launch's own, not /tmp
+        # (SESSION_DIRECTORY_PREFIX says why). Virtual nodes have one each (their node-exec sets it);
+        # hosts of an allocation have their own /tmp.
         # Not in the launch record: a path that differs every launch and changes nothing measured.
         env["TMPDIR"] = _emptied(temporary)
+        private = (env["TMPDIR"],)
+        # Removed by the supervisor however the launch ends, this process killed or not; here too, where
+        # something fails before the supervisor starts.
         cleanup.callback(shutil.rmtree, temporary, ignore_errors=True)
     argv = in_environment(installation["env_dir"], shlex.join(plan.command))
     if (placement.network or placement.switch) and not placement.emulated:
@@ -197,7 +199,7 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
     try:
         # The supervisor holds the launch's locks too (held_descriptors): killed outright, this process
         # drops its own at once, and the next launch waits until the supervisor has ended this one.
-        process = subprocess.Popen(supervised_command(argv, KILL_GRACE_S, plan.leftovers), env=env,
+        process = subprocess.Popen(supervised_command(argv, KILL_GRACE_S, plan.leftovers, private), env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    errors="replace", start_new_session=True, pass_fds=locks.held_descriptors())
         streamed = ConsoleStream(process.stdout, log)

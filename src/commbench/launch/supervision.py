@@ -130,10 +130,11 @@ def _supervise() -> None:
     descendants and kill_all) so that it starts in milliseconds and needs nothing beyond the
     standard library.
 
-    argv: PARENT_PID GRACE_S LEFTOVERS COMMAND... It runs COMMAND and, however the launch ends, leaves
-    no process of it behind, nor the files its killed processes left where LEFTOVERS (glob patterns,
-    one per line: the launcher's Launcher.leftovers) say: it outlives the launcher, so this holds
-    when the launcher itself is killed outright. MPI launchers put their proxies and ranks in sessions of their
+    argv: PARENT_PID GRACE_S LEFTOVERS PRIVATE COMMAND... It runs COMMAND and, however the launch ends,
+    leaves no process of it behind, nor the files its killed processes left where LEFTOVERS (glob
+    patterns, one per line: the launcher's Launcher.leftovers) say, nor the launch's own directories
+    PRIVATE (one per line: its TMPDIR): it outlives the launcher, so this holds when the launcher
+    itself is killed outright. MPI launchers put their proxies and ranks in sessions of their
     own (Hydra) or let them outlive a killed mpiexec (PRRTE), so neither a process group nor
     mpiexec's own clean-up is enough: this process adopts every orphan of the launch (child
     subreaper) and kills all its descendants at the end. It also dies with its parent
@@ -142,13 +143,15 @@ def _supervise() -> None:
     """
     import ctypes
     import os
+    import shutil
     import signal
     import subprocess
     import sys
     import time
 
-    parent, grace_s, command = int(sys.argv[1]), float(sys.argv[2]), sys.argv[4:]
+    parent, grace_s, command = int(sys.argv[1]), float(sys.argv[2]), sys.argv[5:]
     leftovers = tuple(pattern for pattern in sys.argv[3].split("\n") if pattern)
+    private = [path for path in sys.argv[4].split("\n") if path]
     before = leftover_files(leftovers)
     libc = ctypes.CDLL(None, use_errno=True)
     pr_set_pdeathsig, pr_set_child_subreaper = 1, 36
@@ -204,18 +207,22 @@ def _supervise() -> None:
         pass
     end_everything(first)
     remove_leftovers(leftovers, before)
+    for path in private:
+        shutil.rmtree(path, ignore_errors=True)
     sys.exit(code)
 
 
-def supervised_command(argv: list[str], grace_s: float, leftovers: tuple[str, ...] = ()) -> list[str]:
+def supervised_command(argv: list[str], grace_s: float, leftovers: tuple[str, ...] = (),
+                       private: tuple[str, ...] = ()) -> list[str]:
     """The command that runs `argv` under a supervisor (_supervise) that outlives none of it and
-    removes what its killed processes left where `leftovers` say."""
+    removes what its killed processes left where `leftovers` say, and the directories `private`."""
     import inspect
 
     helpers = (descendants, kill_all, leftover_files, remove_leftovers, mapped_files, _supervise)
     source = "\n".join(["import glob", "import os", "import signal", "",
                         *map(inspect.getsource, helpers), "_supervise()", ""])
-    return [sys.executable, "-I", "-S", "-c", source, str(os.getpid()), str(grace_s), "\n".join(leftovers), *argv]
+    return [sys.executable, "-I", "-S", "-c", source, str(os.getpid()), str(grace_s), "\n".join(leftovers),
+            "\n".join(map(str, private)), *argv]
 
 
 def _guard_workflow() -> None:
