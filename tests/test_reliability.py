@@ -373,16 +373,16 @@ launch(Path(sys.argv[2]), "mpich-5.0.2", Placement("1N2P", 1, 2),
 def test_a_launch_whose_launcher_is_killed_outright_leaves_no_files_behind(workspace, built, tmp_path):
     """SIGKILL of the process running a launch (the OOM killer, a workflow killed with its jobs): it
     cleans nothing up, and its supervisor, which outlives it, ends the ranks and removes what they left
-    (MPICH's shared-memory segment in /dev/shm) and the launch's own TMPDIR, holding the machine's lock until it has: the next
-    launch finds the machine as this one found it."""
+    (MPICH's shared-memory segment in /dev/shm) and the launch's own TMPDIR, holding the machine's lock
+    until it has: the next launch finds the machine as this one found it."""
     before = leftover_files(Hydra.leftovers)
+    segments = tuple(pattern for pattern in Hydra.leftovers if pattern.startswith("/dev/shm/"))
     launcher = subprocess.Popen([sys.executable, "-c", HUNG_LAUNCH, str(REPO / "tests"), str(workspace), str(tmp_path)])
     try:
         deadline = time.monotonic() + 60
-        while not leftover_files(Hydra.leftovers) - before:       # the ranks have made their segment
+        while not leftover_files(segments) - before:       # the ranks are in MPI_Init: they made their segment
             assert launcher.poll() is None and time.monotonic() < deadline, "the launch never started its ranks"
             time.sleep(0.1)
-        time.sleep(0.5)
         supervisors = [p for p in psutil.Process(launcher.pid).children() if "_supervise()" in " ".join(p.cmdline())]
         assert len(supervisors) == 1
         ranks = [p for p in supervisors[0].children(recursive=True) if p.name() == "commbench-kernels"]
