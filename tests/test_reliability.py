@@ -373,7 +373,7 @@ launch(Path(sys.argv[2]), "mpich-5.0.2", Placement("1N2P", 1, 2),
 def test_a_launch_whose_launcher_is_killed_outright_leaves_no_files_behind(workspace, built, tmp_path):
     """SIGKILL of the process running a launch (the OOM killer, a workflow killed with its jobs): it
     cleans nothing up, and its supervisor, which outlives it, ends the ranks and removes what they left
-    (MPICH's shared-memory segment in /dev/shm) and the launch's own TMPDIR, holding the machine's lock
+    (MPICH's shared-memory segment in /dev/shm) and the launch's own TMPDIR and scratch folder, holding the machine's lock
     until it has: the next launch finds the machine as this one found it."""
     before = leftover_files(Hydra.leftovers)
     segments = tuple(pattern for pattern in Hydra.leftovers if pattern.startswith("/dev/shm/"))
@@ -389,6 +389,9 @@ def test_a_launch_whose_launcher_is_killed_outright_leaves_no_files_behind(works
         assert ranks
         session = Path(supervisors[0].environ()["TMPDIR"])      # the launch's own
         assert session.is_dir() and session != Path(tempfile.gettempdir())
+        arguments = ranks[0].cmdline()
+        scratch = Path(arguments[arguments.index("--scratch") + 1])   # the kernel's files, the launch's own too
+        assert scratch.is_dir()
     finally:
         launcher.kill()
         launcher.wait()
@@ -396,6 +399,7 @@ def test_a_launch_whose_launcher_is_killed_outright_leaves_no_files_behind(works
         assert not [process.pid for process in supervisors + ranks if alive(process.pid)]
         assert not leftover_files(Hydra.leftovers) - before - mapped_files()
         assert not session.exists()
+        assert not scratch.exists()
 
 
 def _start(workspace, *args) -> subprocess.Popen:
@@ -458,7 +462,7 @@ def test_interrupted_campaign_resumes_without_redoing_or_duplicating(workspace, 
     assert no_leftovers(workspace) == []
     finished = _snapshot(results)  # a raw file exists only once its launch has ended
     assert set(before) <= set(finished)
-    assert len(list(scratch.iterdir())) == 1     # SIGKILL ran no clean-up: the killed launch's directory
+    assert list(scratch.iterdir()) == []   # the killed launch's folder: its supervisor, which outlived it, removed it
 
     snakemake(workspace, "--unlock", "--configfile", str(campaign))
     snakemake(workspace, dataset, "--configfile", str(campaign))
@@ -466,7 +470,7 @@ def test_interrupted_campaign_resumes_without_redoing_or_duplicating(workspace, 
     for path, (mtime, content) in finished.items():
         assert after[path] == (mtime, content), f"{path} was redone"
     assert len(after) == 3 and no_leftovers(workspace) == []  # 1 library x 3 entries
-    assert list(scratch.iterdir()) == []          # the launch's rerun removed what its killed run left
+    assert list(scratch.iterdir()) == []
     assert not list(results.rglob("*.partial")) and not list(results.rglob("*.tmp"))
 
     ds = open_campaign(results / "resume.nc")

@@ -86,9 +86,10 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
         not_run = _not_runnable(installation, build, kernel_args[0])
         if not_run:
             return record_not_run(output, meta, *not_run)
-        # Named by the launch and its raw file (a hash of the path), so that what a killed run of this launch
-        # left (SIGKILL runs no clean-up) is removed by the next one: only the holder of the launch's lock,
-        # this process, uses these names. The launch's temporary directory is made where it is used.
+        # Named by the launch and its raw file (a hash of the path): only the holder of the launch's lock,
+        # this process, uses these names. The launch's supervisor removes them however the launch ends; the
+        # next run of this launch empties them again, should the supervisor too have been killed outright.
+        # The launch's temporary directory is made where it is used.
         digest = hashlib.sha1(str(output.resolve()).encode()).hexdigest()[:10]
         private = _emptied(Path(scratch or tempfile.gettempdir()) / f"commbench-{library}-{placement.name}-{kernel}-"
                                                                      f"{launch}-{digest}")
@@ -98,7 +99,7 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
                 if not os.environ.get("SLURM_JOB_ID"):   # in an allocation, the nodes are the launch's own
                     machine = locks.machine(name, lambda line: _say(log, line), holder=holder)
                     meta["waited_for_machine_s"] = round(held.enter_context(machine), 3)
-                return _run_launch(installation, build["binary"], [*kernel_args, "--scratch", private], placement,
+                return _run_launch(installation, build["binary"], kernel_args, private, placement,
                                    meta, output, timeout_s, library_env, log, held, temporary)
         finally:
             shutil.rmtree(private, ignore_errors=True)
@@ -142,8 +143,9 @@ def record_not_run(output: Path, meta: dict, status: str, reason: str) -> dict:
     return record
 
 
-def _run_launch(installation, binary, kernel_args, placement, meta, output, timeout_s, library_env, log,
-                cleanup: contextlib.ExitStack, temporary: Path) -> dict:
+def _run_launch(installation, binary, kernel_args, scratch: str, placement, meta, output, timeout_s, library_env,
+                log, cleanup: contextlib.ExitStack, temporary: Path) -> dict:
+    kernel_args = [*kernel_args, "--scratch", scratch]
     partial = output.with_name(output.name + ".partial")
     partial.unlink(missing_ok=True)   # a previous run's, killed before it could remove it
     allocation = slurm_allocation(os.environ)
@@ -172,14 +174,14 @@ def _run_launch(installation, binary, kernel_args, placement, meta, output, time
     except netem.LinkError as error:
         return record_not_run(output, meta, "failed", f"its emulated links could not be made: {error}")
     env = {**os.environ, **allocation, **plan.env}
-    private = ()        # the launch's own directories, removed by its supervisor
+    private = (scratch,)   # the launch's own directories, removed by its supervisor however the launch ends
     if placement.hosts == 1:
         # The launcher's and the ranks' session files in a directory of the launch's own, not /tmp
         # (SESSION_DIRECTORY_PREFIX says why). Virtual nodes have one each (their node-exec sets it);
         # hosts of an allocation have their own /tmp.
         # Not in the launch record: a path that differs every launch and changes nothing measured.
         env["TMPDIR"] = _emptied(temporary)
-        private = (env["TMPDIR"],)
+        private += (env["TMPDIR"],)
         # Removed by the supervisor however the launch ends, this process killed or not; here too, where
         # something fails before the supervisor starts.
         cleanup.callback(shutil.rmtree, temporary, ignore_errors=True)
