@@ -13,7 +13,7 @@ import holoviews as hv
 import xarray as xr
 
 from commbench.report import pages as report_pages
-from commbench.report.backends import build_with
+from commbench.report.backends import current_backend
 from commbench.report.comparison_figures import MAX_PANELS
 from commbench.report.comparison_sections import ComparisonSection
 from commbench.report.elements import Figure, Skipped, Table, readable
@@ -113,7 +113,8 @@ def figure_divs(figures: list[Figure], interactive: set[str] | None = None,
     from bokeh.resources import INLINE
 
     live = [figure for figure in figures if interactive is None or figure.name in interactive]
-    models = [hv.render(build_with("bokeh", figure), backend="bokeh") for figure in live]
+    with current_backend("bokeh"):
+        models = [hv.render(figure.build(), backend="bokeh") for figure in live]
     script, divs = components(models) if models else ("", [])
     # Only the BokehJS these models use, inlined. All registered extensions (INLINE.render())
     # would pull in one that loads a module shim from a relative URL, an error offline.

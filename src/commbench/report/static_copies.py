@@ -67,6 +67,8 @@ _FORKED_FIGURES: tuple = ()
 
 def _save_forked(index: int) -> list[str]:
     figures, directory = _FORKED_FIGURES
+    if hv.Store.current_backend != "matplotlib":   # this process draws nothing else: switched once
+        hv.Store.set_current_backend("matplotlib")
     return save_static(figures[index], directory)
 
 
