@@ -105,6 +105,10 @@ KINDS = {
     "2N1P-lo-1g": ({"nodes": 2, "ppn": 1, "emulate": "loopback",
                     "network": {"rate": "100mbit", "mtu": 9000, "delay": "50us", "loss": 0.5}},
                    {"transport": "tcp", "emulated": True, "emulation": "loopback", "link_shaper": "netem"}, ["vm", "vm"]),
+    # Links made by wire processes, which record how much of the link's time one frame carried.
+    "2N1P-wire": ({"nodes": 2, "ppn": 1, "network": {"rate": "20mbit", "mtu": 1500}},
+                  {"transport": "tcp", "emulated": True, "emulation": "namespaces", "link_shaper": "wire",
+                   "link_burst_s": 125e-6}, ["vnode0", "vnode1"]),
 }
 ROWS = {"mpich": ("mpich-5.0.2", {"family": "mpich", "device": "ch4:ofi"}),
         "openmpi": ("openmpi-5.0.11", {"family": "openmpi", "device": ""})}
@@ -168,7 +172,8 @@ def environment(family: str, emulation: str) -> str:
 def test_each_placement_is_described_as_its_launches_recorded_it(tmp_path):
     ds = recorded_dataset(tmp_path)
     items = placement_items(ds)
-    assert ds["emulation"].values.tolist() == ["", "namespaces", "loopback", "namespaces", "namespaces", "loopback"]
+    assert ds["emulation"].values.tolist() == ["", "namespaces", "loopback", "namespaces", "namespaces", "loopback",
+                                               "namespaces"]
     assert ON_NODE in items["1N2P"] and "hosts: vm,vm" in items["1N2P"]
     # Virtual nodes: named as such, with their hosts, and nothing forced over loopback.
     for name in ("2N1P", "2N1P-1g", "4N1P-sw"):
@@ -180,6 +185,9 @@ def test_each_placement_is_described_as_its_launches_recorded_it(tmp_path):
     assert "shaped by a token bucket (tbf)" in items["2N1P-1g"] and "delay" not in items["2N1P-1g"]
     assert "one emulated switch of 2000 Mbit/s" in items["4N1P-sw"] and "switch" not in items["2N1P"]
     assert "share (shaped by a token bucket (tbf)" in items["4N1P-sw"] and "wire" not in items["4N1P-sw"]
+    assert ("shaped by a wire process per node" in items["2N1P-wire"] and "each frame carrying at most 125 us of "
+            "the link's time (whole TCP segments, at least one)" in items["2N1P-wire"])
+    assert not any("each frame" in item for name, item in items.items() if name != "2N1P-wire")
     # Loopback: the variables that forced each family's network path are the ones its launches recorded.
     for name in ("2N1P-lo", "2N1P-lo-1g"):
         item = items[name]
@@ -194,7 +202,7 @@ def test_each_placement_is_described_as_its_launches_recorded_it(tmp_path):
     # What each family's launches set where nothing is forced: none for MPICH, root's permission for Open MPI.
     assert f"environment set: mpich-5.0.2: none; openmpi-5.0.11: {environment('openmpi', '')}" in items["2N1P"]
     text = methods_markdown(ds)
-    assert "Emulated placements (2N1P, 2N1P-1g, 4N1P-sw): their nodes were virtual nodes on one host" in text
+    assert "Emulated placements (2N1P, 2N1P-1g, 4N1P-sw, 2N1P-wire): their nodes were virtual nodes on one host" in text
     assert "Emulated placements (2N1P-lo, 2N1P-lo-1g): their nodes shared one host" in text
 
 

@@ -10,7 +10,9 @@
  * two directions are independent, as on a full-duplex link. Frames pass with their segmentation offload
  * (a virtio-net header on both sides): a TCP burst of n segments is one frame of n segments' wire bytes
  * (each segment's headers counted), which leaves when its last segment would have; what a message's
- * last byte waits is the same, at a fraction of the work per byte. The process runs at a real-time priority,
+ * last byte waits is the same, at a fraction of the work per byte. Bursts are kept short (the node's
+ * eth0 takes at most commbench.launch.wire.BURST_S of the link's time a frame, one segment at low
+ * rates), since the receiver acknowledges a frame only once it is whole. The process runs at a real-time priority,
  * so that ranks busy-polling on the same cores delay a frame by the time to wake it, not by a
  * scheduler's time slice.
  *

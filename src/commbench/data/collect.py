@@ -125,6 +125,7 @@ class _RunRecords:
     measured_on: dict[str, tuple[str, bool, str]] = field(default_factory=dict)
     link_shaper: dict[str, str] = field(default_factory=dict)   # placement -> netem | wire | tbf (launch.netem)
     switch_shaper: dict[str, str] = field(default_factory=dict)   # placement -> netem | tbf
+    link_burst: dict[str, float] = field(default_factory=dict)   # placement -> seconds (launch.wire.BURST_S)
     # (run cell, size) -> (ranks, ranks) median pair times, of kernels that time pairs (commbench.data.pairs)
     pair_medians: dict = field(default_factory=dict)
 
@@ -182,6 +183,8 @@ def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecor
             runs.link_shaper[meta["placement"]] = meta["link_shaper"]
         if meta.get("switch_shaper"):
             runs.switch_shaper[meta["placement"]] = meta["switch_shaper"]
+        if meta.get("link_burst_s"):
+            runs.link_burst[meta["placement"]] = float(meta["link_burst_s"])
         run = result.run
         runs.resolution[cell] = run["timer_resolution_s"]
         runs.overhead[cell] = run["harness_overhead_s"]
@@ -300,6 +303,9 @@ def _coordinates(campaign: Campaign, axes: _Axes, sizes: list[int], runs: _RunRe
                         {"long_name": "what made the emulated links: netem (every packet serialised at the rate), "
                                       "wire (a process per virtual node, every frame serialised) or tbf (a token "
                                       "bucket)"}),
+        "link_burst": ("placement", [runs.link_burst.get(name, np.nan) for name in axes.placements],
+                       {"units": "s", "long_name": "the most of an emulated link's time one frame carried (wire: "
+                                                   "whole TCP segments, at least one; NaN: not recorded)"}),
         "switch_shaper": ("placement", [runs.switch_shaper.get(name, "") for name in axes.placements],
                           {"long_name": "what made the virtual nodes' shared switch: netem or tbf"}),
         "library_version": ("library", [runs.version[name] or "unknown" for name in axes.libraries]),

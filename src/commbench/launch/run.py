@@ -39,7 +39,7 @@ from pathlib import Path
 from commbench.io.atomic import NEARLY_FULL_BYTES, WriteError, free_bytes
 from commbench.io.raw import NOT_RUN, read_complete_output
 from commbench.io.raw_writing import failure_reason, launch_record, reserve_record_space, write_raw_file
-from commbench.launch import locks, netem
+from commbench.launch import locks, netem, wire
 from commbench.launch import vnodes
 from commbench.launch.libraries import in_environment
 from commbench.launch.placement import Placement, allocated_hosts, slurm_allocation
@@ -158,6 +158,8 @@ def _run_launch(installation, binary, kernel_args, scratch: str, placement, meta
         if placement.emulated and (placement.network or placement.switch):
             # netem, wire or tbf: what the links were (commbench.launch.netem)
             meta["link_shaper"] = netem.shaper(meta["emulation"])
+            if placement.network and meta["link_shaper"] == "wire":
+                meta["link_burst_s"] = wire.BURST_S     # the most of the link's time one frame carries
             if placement.switch:
                 meta["switch_shaper"] = netem.switch_shaper()
             if placement.network and meta["link_shaper"] in netem.QUEUEING_SHAPERS:

@@ -23,6 +23,22 @@ from commbench.locations import ROOT, built_in_cache, cache_dir
 SOURCE = ROOT / "kernels" / "emulation" / "wire.c"
 PROGRAM = "commbench-wire"
 READY_S = 10.0
+# The most of a link's time one frame may carry. A node's TCP hands its eth0 bursts of up to 64 KiB
+# (segmentation offload), and the wire delivers a frame whole, when its last segment would have arrived:
+# the receiver then acknowledges them all at once, late, where a real wire's receiver acknowledges the
+# first segments while the last are still on their way. Left whole, bursts made some pairs of six clean
+# nodes at 20 Mbit/s 20-40% slower than the others, the same pairs in every launch, whatever the library.
+# 125 us is what a gigabit network card hands its host at once under its default interrupt moderation
+# (8000 interrupts a second); it leaves one segment a frame up to about 100 Mbit/s, and 10 at 1 Gbit/s,
+# where single segments cost two cores too much work to keep the rate (0.89-0.92 of it at 1 Gbit/s, 0.90
+# with 50 us, 0.99 with 100 us).
+BURST_S = 125e-6
+
+
+def burst_segments(rate_bits_per_s: float, mtu: int) -> int:
+    """The most TCP segments a node's stack may put in one frame to its link of this rate (at least one):
+    BURST_S of the link's time, each segment an MTU and its 14-byte link header."""
+    return max(1, int(BURST_S * rate_bits_per_s / 8 / (mtu + 14)))
 
 
 class WireError(RuntimeError):

@@ -176,6 +176,9 @@ def _make_network(cluster: VirtualCluster) -> None:
         _run(["ip", "link", "set", link, "master", cluster.bridge, "mtu", mtu, "up"])
         _run(["ip", "-n", netns, "link", "set", "lo", "up"])
         _run(["ip", "-n", netns, "link", "set", "eth0", "mtu", mtu, "up"])
+        if shaper == "wire":   # the node's bursts to its link no longer than the wire may pass whole
+            segments = wire.burst_segments(netem.rate_bits_per_s(cluster.link_of(index)["rate"]), int(mtu))
+            _run(["ip", "-n", netns, "link", "set", "eth0", "gso_max_segs", str(segments)])
         _run(["ip", "-n", netns, "addr", "add", f"{node.address}/24", "dev", "eth0"])
         link_qdisc = netem.link_arguments(cluster.link_of(index), shaper) if queueing else None
         if link_qdisc:   # the link's one shaper, in the node, for what it sends and receives

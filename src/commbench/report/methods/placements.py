@@ -28,7 +28,7 @@ def placements_section(facts: _Facts):
     ds = facts.ds
     coords = {name: facts.coord(name, "placement") for name in
               ("nodes", "ppn", "transport", "emulated", "emulation", "network_rate", "mtu", "switch_rate",
-               "link_delay", "link_loss", "link_shaper", "switch_shaper", "faults")}
+               "link_delay", "link_loss", "link_shaper", "link_burst", "switch_shaper", "faults")}
     items = [f"{placement}: {'; '.join(_placement(facts, placement, {k: v.get(placement) for k, v in coords.items()}))}."
              for placement in (str(p) for p in ds["placement"].values)]
     # A placement no launch of which gave data recorded nothing of how it ran.
@@ -118,8 +118,17 @@ def _link(rate_bits, mtu, emulation: str, get: dict) -> str:
     return (f"{where.get(emulation, 'the emulated link')} limited to {rate_bits / 1e6:g} Mbit/s with MTU "
             f"{f'{int(mtu)} B' if mtu else NOT_RECORDED}"
             + (f" (bulk TCP payload at most {goodput:.4g} MB/s after IP and TCP headers)" if goodput else "")
-            + f", {_shaper(get.get('link_shaper'))}"
+            + f", {_shaper(get.get('link_shaper'))}" + _burst(get.get("link_burst"))
             + "".join(f", with {fault}" for fault in faults if fault) + _planted(get.get("faults")))
+
+
+def _burst(seconds) -> str:
+    """How much one frame of the wire carried, where it was recorded (datasets from before, or links
+    not made by the wire, have none)."""
+    if not _finite(seconds):
+        return ""
+    return (f", each frame carrying at most {seconds * 1e6:g} us of the link's time (whole TCP segments, at "
+            "least one), so that a receiver acknowledged segments as they arrived")
 
 
 def _planted(recorded) -> str:
