@@ -1,22 +1,46 @@
 """`make validate`: slow nodes and links named from all-pairs times with a planted fault, truth beside
-what was found (synthetic, commbench.data.synthetic.pair_times: 8 nodes, 5 repetitions 20% apart, each measurement 5%;
-no pair or node differs once and for all, so that the plant is the whole truth: tests/test_network_pairs.py
-adds that). Five random plants of each kind.
-Run: .venv/bin/python benchmarks/pair_faults.py
+what was found.
+
+- Synthetic (commbench.data.synthetic.pair_times: 8 nodes, 5 repetitions 20% apart, each measurement 5%;
+  no pair or node differs once and for all, so that the plant is the whole truth: tests/test_network_pairs.py
+  adds that). Five random plants of each kind.
+- Measured, on 8 virtual nodes (where this host can make them): allpairs.isolated at 8 KiB over links
+  of 20 Mbit/s, so that a pair's window takes 7 ms on the wire and eight ranks and eight link processes
+  on two cores wait for the wire, not for a core; 3 launches a plant. Five clean clusters, five with one
+  node's link at 14 Mbit/s, five with the path between two nodes at 14 Mbit/s, the nodes drawn at random.
+  The libraries' environments and kernel builds are the workspace's (default: this checkout's build/).
+Run: .venv/bin/python benchmarks/pair_faults.py [--workspace DIR] [--synthetic-only]
 """
 
 from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
 
 import numpy as np
 
 from commbench.analysis.network import find_slow_nodes_and_links
 from commbench.data import synthetic as syn
+from commbench.data.samples import quiet_nanmedian
+from commbench.io.raw import read_raw
+from commbench.launch import netem, vnodes
+from commbench.launch.placement import Placement
+from commbench.launch.run import run_launch
 
+REPO = Path(__file__).resolve().parent.parent
 NODES = [f"vnode{k}" for k in range(8)]
 NOISE = syn.PairNoise(pair_relative=0, node_relative=0)
+LIBRARY = "mpich-5.0.2"
+NETWORK = {"rate": "20mbit", "mtu": 1500}
+SLOW_RATE = "14mbit"
+LAUNCHES = 3
+KERNEL_ARGS = ["allpairs.isolated", "--sizes", "8192", "--window", "2", "--min-samples", "3", "--max-samples", "5",
+               "--max-point-time", "2"]
 
 
-def main() -> int:
+def synthetic() -> int:
     wrong = 0
     print("all-pairs faults, 8 nodes, 5 repetitions: planted -> named")
     for kind, factor in (("clean", 1.0), ("slow node", 1.3), ("slow link", 1.3), ("fast link", 0.75)):
@@ -33,6 +57,67 @@ def main() -> int:
             print(f"  {kind:9} x{factor:<4} {', '.join(truth) or 'nothing':16} -> "
                   f"{'; '.join(found.named()) or 'nothing'}")
     print(f"  {wrong} of 20 named something else than was planted")
+    return wrong
+
+
+def measured_pair_times(workspace: Path, faults: list, scratch: Path) -> np.ndarray:
+    """(8, 8, LAUNCHES) seconds per message between the virtual nodes (one rank each), each launch's
+    median over its samples."""
+    installation = json.loads((workspace / "build" / "envs" / LIBRARY / "library.json").read_text())
+    build = json.loads((workspace / "build" / "kernels" / LIBRARY / "build.json").read_text())
+    placement = Placement("8N1P", len(NODES), 1, NETWORK, emulate="namespaces", faults=faults)
+    per_launch = []
+    scratch.mkdir()
+    for launch in range(LAUNCHES):
+        output = scratch / f"launch{launch}.jsonl"
+        with open(scratch / "console.log", "a") as log:
+            run_launch(installation=installation, build=build, kernel=KERNEL_ARGS[0], kernel_args=KERNEL_ARGS,
+                       placement=placement, library=LIBRARY, launch=launch, output=output, timeout_s=300, log=log)
+        result = read_raw(output)
+        if result.status != "ok":
+            raise RuntimeError(f"{faults}: {result.status}: {result.launch.get('reason', '')}")
+        if result.run["hosts"] != NODES:
+            raise RuntimeError(f"ranks on {result.run['hosts']}, not one on each of {NODES}")
+        per_launch.append(quiet_nanmedian(result.points[0].pair_times_s, axis=0))   # NaN: a node and itself
+    return np.stack(per_launch, axis=-1)
+
+
+def measured(workspace: Path) -> int:
+    reason = vnodes.unavailable_reason()
+    if reason:
+        print(f"all-pairs faults on virtual nodes: not run, {reason}")
+        return 0
+    print(f"all-pairs faults on 8 virtual nodes ({LIBRARY}, allpairs.isolated at 8 KiB, links {NETWORK['rate']} "
+          f"shaped by {netem.shaper('namespaces')} (a planted path: by the wire processes), the fault {SLOW_RATE}; "
+          f"{LAUNCHES} launches a plant): planted -> named")
+    rng = np.random.default_rng(2026)
+    wrong = 0
+    with tempfile.TemporaryDirectory(prefix="commbench-pair-faults-") as scratch:
+        for kind in ("clean", "slow node", "slow link"):
+            for repetition in range(5):
+                a, b = (int(k) for k in rng.choice(len(NODES), 2, replace=False))
+                faults = {"slow node": [{"node": a, "rate": SLOW_RATE}],
+                          "slow link": [{"link": [min(a, b), max(a, b)], "rate": SLOW_RATE}]}.get(kind, [])
+                times = measured_pair_times(workspace, faults, Path(scratch) / f"{kind.replace(' ', '-')}{repetition}")
+                found = find_slow_nodes_and_links(times, NODES)
+                truth = [NODES[f["node"]] if "node" in f else f"{NODES[f['link'][0]]} - {NODES[f['link'][1]]}"
+                         for f in faults]
+                named = [line.split(":")[0] for line in found.named()]
+                wrong += sorted(named) != truth
+                print(f"  {kind:9} {', '.join(truth) or 'nothing':16} -> {'; '.join(found.named()) or 'nothing'}",
+                      flush=True)
+    print(f"  {wrong} of 15 named something else than was planted")
+    return wrong
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workspace", type=Path, default=REPO, help="where build/ holds the environments and kernels")
+    parser.add_argument("--synthetic-only", action="store_true", help="no launches: the synthetic plants alone")
+    options = parser.parse_args()
+    wrong = synthetic()
+    if not options.synthetic_only:
+        wrong += measured(options.workspace)
     return 1 if wrong else 0
 
 

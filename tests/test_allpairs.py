@@ -1,5 +1,6 @@
-"""All pairs of virtual nodes, one with a planted slow link: the campaign's dataset names that node
-and no other, and no node or link of a clean cluster (the real workflow, real wires, real MPI).
+"""All pairs of virtual nodes, with a planted slow node and a planted slow path between two others:
+the campaign's dataset names that node and that link and nothing else, and no node or link of a clean
+cluster (the real workflow, real wires, real MPI).
 
 The clean cluster's links are judged too since each frame of a wire carries at most 125 us of its
 link's time (commbench.launch.wire.BURST_S): with the node's TCP bursts passed whole, the pairs two
@@ -24,10 +25,11 @@ pytestmark = pytest.mark.mpi
 NODES = 6
 
 
-def test_a_node_with_a_slower_link_is_named_and_no_node_of_a_clean_cluster(workspace, built):
+def test_a_slow_node_and_a_slow_link_are_named_and_nothing_of_a_clean_cluster(workspace, built):
     """Six virtual nodes on two cores at 20 Mbit/s (a pair's 8 KiB messages take 3.4 ms on the wire,
     far above what sharing the cores costs), vnode3's link planted at 10 Mbit/s: every pair through it
-    takes about twice as long."""
+    takes about twice as long; and the path between vnode0 and vnode5 at 10 Mbit/s: that pair alone
+    takes twice as long, which neither node's other pairs explain."""
     if reason := vnodes.unavailable_reason():
         pytest.skip(reason)
     campaign = workspace / "faults.yaml"
@@ -37,7 +39,7 @@ def test_a_node_with_a_slower_link_is_named_and_no_node_of_a_clean_cluster(works
         placements:
           - {{name: clean, nodes: {NODES}, ppn: 1, emulate: namespaces, network: {{rate: 20mbit, mtu: 1500}}}}
           - {{name: slow3, nodes: {NODES}, ppn: 1, emulate: namespaces, network: {{rate: 20mbit, mtu: 1500}},
-              faults: [{{node: 3, rate: 10mbit}}]}}
+              faults: [{{node: 3, rate: 10mbit}}, {{link: [0, 5], rate: 10mbit}}]}}
         kernels: {{allpairs.isolated: {{sizes: {{list: [8Ki]}}, window: 2}}}}
         launches: 3
         precision: {{rse: 0.05, min_samples: 3, max_samples: 5, max_point_time: 2}}
@@ -46,10 +48,12 @@ def test_a_node_with_a_slower_link_is_named_and_no_node_of_a_clean_cluster(works
     snakemake(workspace, "results/faults/faults.nc", "--configfile", str(campaign))
     ds = open_campaign(workspace / "results" / "faults" / "faults.nc")
     assert (ds["status"] == "ok").all(), ds["reason"].values
-    assert ds["faults"].sel(placement="slow3").item() == '[{"node": 3, "rate": "10mbit"}]'
+    assert ds["faults"].sel(placement="slow3").item() == ('[{"node": 3, "rate": "10mbit"}, '
+                                                          '{"link": [0, 5], "rate": "10mbit"}]')
     assert ds["faults"].sel(placement="clean").item() == "[]"
     methods = methods_markdown(ds)
-    assert "faults planted for validation: node 3's link 10 Mbit/s" in methods
+    assert ("faults planted for validation: node 3's link 10 Mbit/s, the path between nodes 0 and 5 (what each "
+            "sends the other) 10 Mbit/s") in methods
     assert methods.count("faults planted") == 1
 
     found = {name: ds.commbench.pairs("mpich-5.0.2", name, "allpairs.isolated", 8192) for name in ("clean", "slow3")}
@@ -58,9 +62,10 @@ def test_a_node_with_a_slower_link_is_named_and_no_node_of_a_clean_cluster(works
     assert not found["clean"].nodes["named"].any() and not found["clean"].links["named"].any()
     slow = found["slow3"]
     assert list(slow.nodes["node"][slow.nodes["named"]]) == ["vnode3"]
-    # No link through vnode3 is named: its node effect explains them all.
-    through = slow.links[(slow.links["a"] == "vnode3") | (slow.links["b"] == "vnode3")]
-    assert not through["named"].any()
+    # The planted path is named, and no other link: vnode3's node effect explains every pair through it.
+    named = slow.links[slow.links["named"]]
+    assert list(zip(named["a"], named["b"])) == [("vnode0", "vnode5")], slow.links.round(3).to_string()
+    assert 0.6 < named["effect"].item() < 1.0
     # Half the rate through one of a pair's two links: the wire time doubles; the rest (MPI, the
     # stack, the barrier) does not, so the pair is a little less than twice as slow.
     effect = slow.nodes.set_index("node").loc["vnode3", "effect"]
@@ -71,6 +76,6 @@ def test_a_node_with_a_slower_link_is_named_and_no_node_of_a_clean_cluster(works
     figures = {figure.name: figure for figure in pair_matrices(ReportData(ds))}
     assert set(figures) == {"pairs-allpairs.isolated-mpich-5.0.2-clean", "pairs-allpairs.isolated-mpich-5.0.2-slow3"}
     slow_figure = figures["pairs-allpairs.isolated-mpich-5.0.2-slow3"]
-    assert "vnode3: every pair through it" in slow_figure.caption
+    assert "vnode3: every pair through it" in slow_figure.caption and "vnode0 - vnode5: " in slow_figure.caption
     heatmap = slow_figure.build()
     assert len(heatmap.data) == NODES * NODES and heatmap.data["bandwidth_MBps"].notna().sum() == NODES * (NODES - 1)

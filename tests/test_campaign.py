@@ -146,6 +146,17 @@ def test_planted_faults_name_an_existing_node_of_virtual_nodes_with_a_network(tm
     message = error_of(tmp_path, VALID.replace(two_nodes, "{name: 2N1P, nodes: 2, ppn: 1, network: {rate: 1gbit, "
                                                           "mtu: 1500}, faults: [{node: 1}]}"))
     assert "placements[1].faults[0]" in message
+    # A link joins two different nodes of the placement; a fault names a node or a link, not both.
+    network = "{name: 2N1P, nodes: 2, ppn: 1, network: {rate: 1gbit, mtu: 1500}, faults: [FAULT]}"
+    for fault, said in (("{link: [0, 2], rate: 10mbit}", "plants a fault on node 2; its nodes are 0 to 1"),
+                        ("{link: [1, 1], rate: 10mbit}", "plants a fault on the link [1, 1]; a link joins two "
+                                                         "different nodes"),
+                        ("{link: [0, 1, 1], rate: 10mbit}", "placements[1].faults[0].link"),
+                        ("{node: 0, link: [0, 1], rate: 10mbit}", "placements[1].faults[0]")):
+        message = error_of(tmp_path, VALID.replace(two_nodes, network.replace("FAULT", fault)))
+        assert said in message, (fault, message)
+    path = write(tmp_path, VALID.replace(two_nodes, network.replace("FAULT", "{link: [0, 1], delay: 1ms}")))
+    assert load_campaign(path).placement("2N1P")["faults"] == [{"link": [0, 1], "delay": "1ms"}]
 
 
 def test_kernels_can_be_limited_to_some_placements(tmp_path):

@@ -414,3 +414,25 @@ def test_a_planted_delay_and_loss_are_what_the_links_do(can_make_vnodes):
     assert all_arrived == 4000
     # Binomial: 4000 datagrams, p = 0.81, standard deviation 25; five of them either way.
     assert abs(received - expected) < 5 * math.sqrt(4000 * 0.81 * 0.19), received
+
+
+@needs_vnodes
+def test_a_planted_path_delay_holds_what_two_nodes_send_each_other_and_nothing_else(can_make_vnodes):
+    """A fault on the path between vnode0 and vnode1 (`link: [0, 1]`) holds each frame one sends the other
+    for its delay: their 1-byte half round trip takes the delay, once each way's sender held it; vnode0 and
+    vnode2 (through the same link of vnode0) are not held."""
+    delay_s = 2e-3
+    network = {"rate": "100mbit", "mtu": 1500}
+    with vnodes.virtual_cluster(3, network=network, faults=[{"link": [0, 1], "delay": "2ms"}]) as cluster:
+        half_round_trips = {}
+        for peer in ("vnode1", "vnode2"):
+            echo = subprocess.Popen(cluster.command_on(peer, [sys.executable, "-c", LINK_PROBE, "echo", "vnode0",
+                                                              "30"]), stdout=subprocess.PIPE, text=True)
+            done = subprocess.run(cluster.command_on("vnode0", [sys.executable, "-c", LINK_PROBE, "ping", peer,
+                                                                "30"]), capture_output=True, text=True, timeout=120)
+            echo.communicate(timeout=30)
+            assert done.returncode == 0, done.stderr
+            half_round_trips[peer] = float(done.stdout)
+    print({peer: f"{t * 1e3:.2f} ms" for peer, t in half_round_trips.items()})
+    assert delay_s <= half_round_trips["vnode1"] < delay_s + 1e-3
+    assert half_round_trips["vnode2"] < delay_s / 4

@@ -16,7 +16,11 @@
  * so that ranks busy-polling on the same cores delay a frame by the time to wake it, not by a
  * scheduler's time slice.
  *
- *   commbench-wire TAP DEVICE RATE_BITS_PER_S [DELAY_S [LOSS_PERCENT [SEED]]]
+ * A planted path fault (PATH arguments) gives the frames this node sends to one other node's IPv4 address
+ * their own rate, delay and loss in place of the link's: the other node's wire does the same the other way.
+ *
+ *   commbench-wire TAP DEVICE RATE_BITS_PER_S [DELAY_S [LOSS_PERCENT [SEED [PATH...]]]]
+ *   PATH: IPV4=RATE_BITS_PER_S:DELAY_S:LOSS_PERCENT
  *
  * It prints "ready" once TAP exists, and ends with its parent (the process that made the cluster). */
 #define _GNU_SOURCE
@@ -63,7 +67,20 @@ struct direction {
     int cut_through;       /* frames arrive already serialised, at the same rate, from another link */
 };
 
-static double ns_per_byte, delay_ns, loss;
+/* How frames are carried: the link's way, or a planted path's to one peer (to_switch only). */
+struct carriage {
+    double ns_per_byte, delay_ns, loss;
+};
+
+#define MAX_PATHS 64
+struct path {
+    struct in_addr peer;
+    struct carriage carriage;
+};
+
+static struct carriage own_link;
+static struct path paths[MAX_PATHS];
+static int path_count;
 static struct direction to_switch, to_node;
 
 static int64_t now_ns(void)
@@ -91,20 +108,45 @@ static long wire_bytes(const unsigned char *bytes, int len)
     return payload_bytes + (segments > 1 ? segments - 1 : 0) * headers;
 }
 
+/* The carriage of a frame this node sends: a planted path's where it goes to that path's peer. */
+static const struct carriage *carriage_of(const unsigned char *bytes, int len)
+{
+    const unsigned char *frame = bytes + VNET;
+    if (path_count == 0 || len < (int)VNET + 14 + 20 || frame[12] != 0x08 || frame[13] != 0x00) return &own_link;
+    for (int i = 0; i < path_count; i++)
+        if (memcmp(frame + 14 + 16, &paths[i].peer, 4) == 0) return &paths[i].carriage;
+    return &own_link;
+}
+
 static void take(struct direction *d, const unsigned char *bytes, int len)
 {
     int next = (d->tail + 1) % QUEUE;
     if (next == d->head || len <= (int)VNET) return;   /* the queue is full: dropped */
-    int64_t now = now_ns(), wire_ns = (int64_t)(wire_bytes(bytes, len) * ns_per_byte);
+    const struct carriage *c = d->cut_through ? &own_link : carriage_of(bytes, len);
+    int64_t now = now_ns(), wire_ns = (int64_t)(wire_bytes(bytes, len) * c->ns_per_byte);
     int64_t arrived = d->cut_through ? now - wire_ns : now;   /* cut-through: when its first bit came */
     int64_t start = d->free_at_ns > arrived ? d->free_at_ns : arrived;
     d->free_at_ns = start + wire_ns;
-    if (loss > 0 && drand48() * 100 < loss) return;   /* it took the wire's time, and was lost */
+    if (c->loss > 0 && drand48() * 100 < c->loss) return;   /* it took the wire's time, and was lost */
     unsigned char *copy = malloc((size_t)len);
     if (!copy) return;
     memcpy(copy, bytes, (size_t)len);
-    d->queue[d->tail] = (struct frame){.due_ns = d->free_at_ns + (int64_t)delay_ns, .len = len, .data = copy};
+    d->queue[d->tail] = (struct frame){.due_ns = d->free_at_ns + (int64_t)c->delay_ns, .len = len, .data = copy};
     d->tail = next;
+}
+
+/* IPV4=RATE_BITS_PER_S:DELAY_S:LOSS_PERCENT; 0 when it is not one. */
+static int parse_path(const char *text, struct path *path)
+{
+    char address[INET_ADDRSTRLEN] = {0};
+    double rate, delay_s, loss_percent;
+    const char *equals = strchr(text, '=');
+    if (!equals || equals - text >= (long)sizeof address) return 0;
+    memcpy(address, text, (size_t)(equals - text));
+    if (inet_pton(AF_INET, address, &path->peer) != 1) return 0;
+    if (sscanf(equals + 1, "%lf:%lf:%lf", &rate, &delay_s, &loss_percent) != 3 || !(rate > 0)) return 0;
+    path->carriage = (struct carriage){8e9 / rate, delay_s * 1e9, loss_percent};
+    return 1;
 }
 
 static void put(int out, const unsigned char *bytes, size_t len)
@@ -160,16 +202,22 @@ static int open_device(const char *name)
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: commbench-wire TAP DEVICE RATE_BITS_PER_S [DELAY_S [LOSS_PERCENT [SEED]]]\n");
+        fprintf(stderr, "usage: commbench-wire TAP DEVICE RATE_BITS_PER_S [DELAY_S [LOSS_PERCENT [SEED [PATH...]]]]\n");
         return 2;
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    ns_per_byte = 8e9 / atof(argv[3]);
-    delay_ns = argc > 4 ? atof(argv[4]) * 1e9 : 0;
-    loss = argc > 5 ? atof(argv[5]) : 0;
+    own_link.ns_per_byte = 8e9 / atof(argv[3]);
+    own_link.delay_ns = argc > 4 ? atof(argv[4]) * 1e9 : 0;
+    own_link.loss = argc > 5 ? atof(argv[5]) : 0;
     srand48(argc > 6 ? atol(argv[6]) : 1);
+    for (int i = 7; i < argc; i++)
+        if (path_count == MAX_PATHS || !parse_path(argv[i], &paths[path_count++])) {
+            fprintf(stderr, "commbench-wire: %s: not a path (IPV4=RATE_BITS_PER_S:DELAY_S:LOSS_PERCENT, at most %d)\n",
+                    argv[i], MAX_PATHS);
+            return 2;
+        }
     int tap = open_tap(argv[1]), device = open_device(argv[2]);
-    if (tap < 0 || device < 0 || !(ns_per_byte > 0)) {
+    if (tap < 0 || device < 0 || !(own_link.ns_per_byte > 0)) {
         fprintf(stderr, "commbench-wire: %s: %s\n", tap < 0 ? argv[1] : device < 0 ? argv[2] : argv[3],
                 tap < 0 || device < 0 ? strerror(errno) : "not a rate");
         return 1;

@@ -85,9 +85,14 @@ def _check_consistency(config: dict, source: str) -> None:
                 problems.append(f"placements: {placement['name']!r} plants faults: on its links, which needs virtual "
                                 "nodes with a network: (emulate: namespaces, or no emulate:)")
                 break
-            if fault["node"] >= placement["nodes"]:
-                problems.append(f"placements: {placement['name']!r} plants a fault on node {fault['node']}; its nodes "
+            nodes = fault["link"] if "link" in fault else [fault["node"]]
+            beyond = [node for node in nodes if node >= placement["nodes"]]
+            if beyond:
+                problems.append(f"placements: {placement['name']!r} plants a fault on node {beyond[0]}; its nodes "
                                 f"are 0 to {placement['nodes'] - 1}")
+            elif len(set(nodes)) < len(nodes):
+                problems.append(f"placements: {placement['name']!r} plants a fault on the link {nodes}; a link joins "
+                                "two different nodes")
     known = set(names)
     for entry, spec in config["kernels"].items():
         sizes = spec["sizes"]

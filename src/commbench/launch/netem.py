@@ -108,9 +108,12 @@ def has_netem() -> bool:
     return probe.returncode == 0
 
 
-def shaper(emulation: str = "namespaces") -> str:
+def shaper(emulation: str = "namespaces", faults: list | None = None) -> str:
     """What makes this host's links for an emulation (namespaces: virtual nodes; loopback): netem where
-    the kernel has it, else a virtual node's wire process, else (the loopback) tbf."""
+    the kernel has it, else a virtual node's wire process, else (the loopback) tbf. A fault planted on the
+    path between two nodes (`link:`) is made by the wire processes alone, which tell frames by where they go."""
+    if emulation == "namespaces" and any("link" in fault for fault in faults or ()):
+        return "wire"
     if has_netem():
         return "netem"
     return "wire" if emulation == "namespaces" else "tbf"

@@ -24,7 +24,8 @@ class Placement:
     hosts: int = 1                # hosts the launch may use: 1 here, the allocation's under Slurm
     emulate: str | None = None    # namespaces | loopback; None: namespaces where they can be made
     switch: dict | None = None    # {"rate": "1gbit"}: the virtual nodes' shared switch
-    # [{"node": 3, "rate": "10mbit"}]: faults planted on virtual nodes' links (rate, delay, loss for one node)
+    # [{"node": 3, "rate": "10mbit"}, {"link": [1, 4], "delay": "1ms"}]: faults planted on virtual nodes'
+    # links, or on the path between two of them (rate, delay, loss)
     faults: list | None = None
 
     @property

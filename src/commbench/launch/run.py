@@ -157,7 +157,7 @@ def _run_launch(installation, binary, kernel_args, scratch: str, placement, meta
         meta["emulation"] = emulation_of(placement)
         if placement.emulated and (placement.network or placement.switch):
             # netem, wire or tbf: what the links were (commbench.launch.netem)
-            meta["link_shaper"] = netem.shaper(meta["emulation"])
+            meta["link_shaper"] = netem.shaper(meta["emulation"], placement.faults)
             if placement.network and meta["link_shaper"] == "wire":
                 meta["link_burst_s"] = wire.BURST_S     # the most of the link's time one frame carries
             if placement.switch:

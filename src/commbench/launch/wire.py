@@ -57,11 +57,13 @@ def binary() -> Path:
 
 
 def start(netns: str, tap: str, device: str, log: Path, rate_bits: float, delay_s: float = 0.0,
-          loss_percent: float = 0.0, seed: int = 1) -> subprocess.Popen:
+          loss_percent: float = 0.0, seed: int = 1, paths=()) -> subprocess.Popen:
     """A link process in `netns` between the TAP device it makes (`tap`) and `device`, its complaints in
-    `log`; returns once `tap` exists. Raises WireError, with what the process said, when it does not start."""
+    `log`; returns once `tap` exists. `paths`: (peer IPv4 address, rate, delay, loss) of planted path faults,
+    what the node sends that peer. Raises WireError, with what the process said, when it does not start."""
     command = ["ip", "netns", "exec", netns, str(binary()), tap, device, f"{rate_bits:.0f}", f"{delay_s:.9f}",
-               f"{loss_percent:g}", str(seed)]
+               f"{loss_percent:g}", str(seed),
+               *(f"{peer}={rate:.0f}:{delay:.9f}:{loss:g}" for peer, rate, delay, loss in paths)]
     with open(log, "a") as errors:   # a file, not a pipe: a pipe nobody reads would stop the link when full
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
     ready, _, _ = select.select([process.stdout], [], [], READY_S)

@@ -42,7 +42,9 @@ class VirtualCluster:
     network: dict | None = None    # {"rate": "1gbit", "mtu": 1500} on every link
     switch: dict | None = None     # {"rate": "1gbit"}: all traffic through the bridge together
     host_address: str | None = None  # this host's address on the bridge, when it talks to the nodes
-    faults: list | None = None     # [{"node": 3, "rate": "10mbit"}]: one node's link other than network's
+    # [{"node": 3, "rate": "10mbit"}, {"link": [1, 4], "delay": "1ms"}]: a node's link, or the path between
+    # two nodes, other than network's
+    faults: list | None = None
     cpuset_root: Path | None = field(default=None, repr=False)
 
     @property
@@ -63,8 +65,17 @@ class VirtualCluster:
         """The network of node `index`'s link: the cluster's, with what a planted fault changes."""
         if self.network is None:
             return None
-        planted = [fault for fault in self.faults or [] if fault["node"] == index]
+        planted = [fault for fault in self.faults or [] if fault.get("node") == index]
         return {**self.network, **{key: value for fault in planted for key, value in fault.items() if key != "node"}}
+
+    def paths_of(self, index: int) -> list[tuple[str, dict]]:
+        """The planted faults on paths from node `index` (`link: [a, b]`): (the other node's address, what
+        the frames node `index` sends it get in place of its link's: its link with the fault's rate, delay, loss)."""
+        if self.network is None:
+            return []
+        return [(self.nodes[fault["link"][1] if fault["link"][0] == index else fault["link"][0]].address,
+                 {**self.link_of(index), **{key: value for key, value in fault.items() if key != "link"}})
+                for fault in self.faults or [] if index in fault.get("link", ())]
 
     @property
     def hostnames(self) -> list[str]:

@@ -148,7 +148,7 @@ def _cpu_list(cpus) -> str:
 
 def _make_network(cluster: VirtualCluster) -> None:
     mtu = str((cluster.network or {}).get("mtu", 1500))
-    shaper = netem.shaper("namespaces") if cluster.network else None
+    shaper = netem.shaper("namespaces", cluster.faults) if cluster.network else None
     queueing = shaper in netem.QUEUEING_SHAPERS
     switch_qdisc = netem.switch_arguments(cluster.switch, int(mtu)) if cluster.switch else None
     # Bridged frames skip the host's packet filter: a FORWARD policy of DROP (Docker's) would
@@ -197,12 +197,17 @@ def _start_wire(cluster: VirtualCluster, node, index: int) -> None:
     network = cluster.link_of(index)
     try:
         process = wire.start(cluster.netns(node) + LINK_NETNS, "eth0", UPLINK,
-                             cluster.directory / f"{node.hostname}.wire.log", netem.rate_bits_per_s(network["rate"]),
-                             delay_s=netem.delay_seconds(network["delay"]) if network.get("delay") else 0.0,
-                             loss_percent=float(network.get("loss") or 0), seed=index + 1)
+                             cluster.directory / f"{node.hostname}.wire.log", *_carriage(network), seed=index + 1,
+                             paths=[(address, *_carriage(path)) for address, path in cluster.paths_of(index)])
         os.sched_setaffinity(process.pid, node.cpus)
     except wire.WireError as error:
         raise VirtualNodesError(str(error)) from None
+
+
+def _carriage(network: dict) -> tuple[float, float, float]:
+    """(rate in bit/s, delay in s, loss in percent) of a link or path, as a wire process takes them."""
+    return (netem.rate_bits_per_s(network["rate"]),
+            netem.delay_seconds(network["delay"]) if network.get("delay") else 0.0, float(network.get("loss") or 0))
 
 
 def _shape_through(device: str, hooks: tuple[str, ...], shaper: str, netns: str | None = None) -> None:

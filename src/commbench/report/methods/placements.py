@@ -132,7 +132,8 @@ def _burst(seconds) -> str:
 
 
 def _planted(recorded) -> str:
-    """The faults planted on single nodes' links (the `faults` coordinate, JSON), as Methods says them."""
+    """The faults planted on nodes' links and on paths between two nodes (the `faults` coordinate, JSON),
+    as Methods says them."""
     from commbench.launch.netem import rate_bits_per_s
 
     faults = json.loads(recorded) if isinstance(recorded, str) and recorded else []
@@ -141,7 +142,9 @@ def _planted(recorded) -> str:
         what = ([f"{rate_bits_per_s(fault['rate']) / 1e6:g} Mbit/s"] if "rate" in fault else []) \
             + ([f"a delay of {fault['delay']}"] if "delay" in fault else []) \
             + ([f"a loss of {fault['loss']:g}% of packets"] if "loss" in fault else [])
-        said.append(f"node {fault['node']}'s link {' and '.join(what)}")
+        where = (f"the path between nodes {fault['link'][0]} and {fault['link'][1]} (what each sends the other)"
+                 if "link" in fault else f"node {fault['node']}'s link")
+        said.append(f"{where} {' and '.join(what)}")
     return f"; faults planted for validation: {', '.join(said)}" if said else ""
 
 
