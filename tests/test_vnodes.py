@@ -286,7 +286,19 @@ def test_a_launch_killed_mid_run_leaves_no_node_behind(workspace, built, tmp_pat
     assert not (tmp_path / "launch.jsonl").exists()    # an interrupted launch gives no data
 
 
-LINK_PROBE = """
+# Both probes' client: the other node's server may not listen yet.
+CONNECT = """
+import socket, time
+def connect(peer):
+    for _ in range(1200):
+        try:
+            return socket.create_connection((peer, 7000))
+        except ConnectionRefusedError:
+            time.sleep(0.05)
+    raise SystemExit(f"{peer} never listened on port 7000")
+"""
+
+LINK_PROBE = CONNECT + """
 import socket, statistics, sys, time
 role, peer, pings = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if role == "echo":
@@ -308,11 +320,7 @@ if role == "echo":
         pass
     print(received)
 else:
-    for _ in range(1200):
-        try:
-            connection = socket.create_connection((peer, 7000)); break
-        except ConnectionRefusedError:
-            time.sleep(0.05)
+    connection = connect(peer)
     connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     times = [0.0] if not pings else []
     for _ in range(pings):
@@ -342,7 +350,7 @@ def probe_link(network: dict, pings: int) -> tuple[float, int]:
     return float(done.stdout), received
 
 
-BURST_PROBE = """
+BURST_PROBE = CONNECT + """
 import json, socket, sys, time
 role, peer, rounds, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 times = []
@@ -356,11 +364,7 @@ if role == "receive":
         times.append(first)
         connection.sendall(b"k")
 else:
-    for _ in range(1200):
-        try:
-            connection = socket.create_connection((peer, 7000)); break
-        except ConnectionRefusedError:
-            time.sleep(0.05)
+    connection = connect(peer)
     connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     for _ in range(rounds):
         time.sleep(0.2)        # idle: the connection starts each message from its initial window
