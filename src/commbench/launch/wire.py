@@ -30,8 +30,8 @@ READY_S = 10.0
 # nodes at 20 Mbit/s 20-40% slower than the others, the same pairs in every launch, whatever the library.
 # 125 us is what a gigabit network card hands its host at once under its default interrupt moderation
 # (8000 interrupts a second); it leaves one segment a frame up to about 100 Mbit/s, and 10 at 1 Gbit/s,
-# where single segments cost two cores too much work to keep the rate (0.89-0.92 of it at 1 Gbit/s, 0.90
-# with 50 us, 0.99 with 100 us).
+# where single segments cost two cores too much work to keep the rate (bulk TCP at 1 Gbit/s here: 0.89-0.92
+# of the rate with one segment a frame, 0.90 with 50 us, 0.99 with 100 us, 0.98-0.99 with 125 us).
 BURST_S = 125e-6
 
 
