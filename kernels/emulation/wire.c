@@ -12,9 +12,9 @@
  * (each segment's headers counted), which leaves when its last segment would have; what a message's
  * last byte waits is the same, at a fraction of the work per byte. Bursts are kept short (the node's
  * eth0 takes at most commbench.launch.wire.BURST_S of the link's time a frame, one segment at low
- * rates), since the receiver acknowledges a frame only once it is whole. The process runs at a real-time priority,
- * so that ranks busy-polling on the same cores delay a frame by the time to wake it, not by a
- * scheduler's time slice.
+ * rates), since the receiver acknowledges a frame only once it is whole. The process runs at a
+ * real-time priority, so that ranks busy-polling on the same cores delay a frame by the time to wake
+ * it, not by a scheduler's time slice.
  *
  * A planted path fault (PATH arguments) gives the frames this node sends to one other node's IPv4 address
  * their own rate, delay and loss in place of the link's: the other node's wire does the same the other way.
