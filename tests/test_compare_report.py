@@ -17,6 +17,7 @@ from commbench import cli
 from commbench.data import synthetic as syn
 from commbench.report import Comparison, ReportData, Skipped, ratio_figures, write_report
 from commbench.report.backends import build_with
+from commbench.report.notebook import KERNEL_SHUTDOWN
 from commbench.report.comparison_figures import MAX_PANELS, comparison_panels
 from commbench.report.comparison_sections import comparison_sections
 from commbench.report.static import draw
@@ -201,7 +202,8 @@ def test_compare_notebook_runs_on_send_and_ssend(tmp_path):
     two_libraries().to_netcdf(tmp_path / "two.nc")
     executed = tmp_path / "06-compare.ipynb"
     papermill.execute_notebook(str(REPO / "notebooks" / "06-compare.ipynb"), str(executed),
-                               parameters={"dataset": str(tmp_path / "two.nc")}, cwd=str(REPO), progress_bar=False)
+                               parameters={"dataset": str(tmp_path / "two.nc")}, cwd=str(REPO), progress_bar=False,
+                               shutdown_kernel=KERNEL_SHUTDOWN)
     streams = [output["text"] for cell in json.loads(executed.read_text())["cells"]
                for output in cell.get("outputs", []) if output["output_type"] == "stream"]
     text = "".join("".join(lines) if isinstance(lines, list) else lines for lines in streams)

@@ -20,6 +20,7 @@ from commbench.launch.placement import Placement
 from commbench.units import format_us
 from commbench.report import ReportData, Skipped, all_figures, write_report
 from commbench.report.backends import build_with
+from commbench.report.notebook import KERNEL_SHUTDOWN
 
 from conftest import LIBRARIES, REPO, launch
 
@@ -40,7 +41,7 @@ def test_notebook_runs_top_to_bottom(tiny, tmp_path, name, monkeypatch):
     monkeypatch.setenv("COMMBENCH_RESULTS", str(tiny.parent))
     executed = papermill.execute_notebook(str(REPO / "notebooks" / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
                                           parameters={"dataset": "results/tiny/tiny.nc"}, cwd=str(REPO / "notebooks"),
-                                          progress_bar=False)
+                                          progress_bar=False, shutdown_kernel=KERNEL_SHUTDOWN)
     assert_tables_read_as_the_reports(executed)
 
 
