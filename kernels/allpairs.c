@@ -1,44 +1,9 @@
 /* Every ordered pair of ranks, each timed on its own: the network as a whole (mpiGraph's all-pairs
  * pattern, and one pair at a time for the links alone). Each pair time is seconds per message of
  * the size, of a window of --window messages, so that size / pair time is the pair's bandwidth. */
-#define _GNU_SOURCE
-#include <sched.h>
-#include <time.h>
-
 #include "patterns.h"
 
 enum { TAG_DATA = 11, TAG_READY = 12, TAG_ACK = 13 };
-
-/* A barrier that leaves the CPU to others while it waits: ranks may outnumber cores (eight virtual
- * nodes on two), and a rank spinning in MPI_Barrier would slow the pair that is being timed. */
-static void polite_barrier(MPI_Comm comm)
-{
-    const struct timespec pause = {0, 20000};
-    MPI_Request request;
-    int done = 0;
-    MPI_Ibarrier(comm, &request);
-    for (MPI_Test(&request, &done, MPI_STATUS_IGNORE); !done; MPI_Test(&request, &done, MPI_STATUS_IGNORE))
-        nanosleep(&pause, NULL);
-}
-
-/* MPI_Waitall that gives the core away between polls: ranks may outnumber cores and share them with the
- * processes that carry virtual nodes' links, which a spinning rank would keep waiting until the
- * scheduler takes the core from it. (It did not change the one or two pairs of six clean virtual nodes
- * that read 20-40% slow in every launch: see tests/test_allpairs.py.) */
-static void yielding_waitall(int count, MPI_Request *requests)
-{
-    int done = 0;
-    for (MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE); !done;
-         MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE))
-        sched_yield();
-}
-
-static void yielding_recv(void *buffer, int count, int peer, int tag, MPI_Comm comm)
-{
-    MPI_Request request;
-    MPI_Irecv(buffer, count, MPI_CHAR, peer, tag, comm, &request);
-    yielding_waitall(1, &request);
-}
 
 /* Shifted rounds: in round k (1 .. P-1) rank r sends a window to r + k and receives one from r - k, every
  * rank at once, a barrier before each round. The receiver times from the round's start to its last
@@ -54,9 +19,9 @@ double allpairs_shifted(struct cb_context *ctx, size_t size, long iterations)
             double started = cb_now(ctx->timer);
             cb_post_window(ctx, size, i * window, from, 0, 0, TAG_DATA, requests);
             cb_post_window(ctx, size, i * window, to, 1, 0, TAG_DATA, requests + window);
-            yielding_waitall(window, requests);
+            cb_yielding_waitall(window, requests);
             ctx->pair_times[from * nprocs + rank] += (cb_now(ctx->timer) - started) / window;
-            yielding_waitall(window, requests + window);
+            cb_yielding_waitall(window, requests + window);
             cb_check_window(ctx, size, i * window, 0);
         }
     return (double)(nprocs - 1) * window;
@@ -74,22 +39,22 @@ double allpairs_isolated(struct cb_context *ctx, size_t size, long iterations)
         for (int source = 0; source < nprocs; source++)
             for (int destination = 0; destination < nprocs; destination++) {
                 if (source == destination) continue;
-                polite_barrier(ctx->comm);
+                cb_polite_barrier(ctx->comm);
                 if (rank == source) {
-                    yielding_recv(&token, 1, destination, TAG_READY, ctx->comm);
+                    cb_yielding_recv(&token, 1, destination, TAG_READY, ctx->comm);
                     double started = cb_now(ctx->timer);
                     cb_post_window(ctx, size, i * window, destination, 1, 0, TAG_DATA, requests);
-                    yielding_waitall(window, requests);
-                    yielding_recv(&token, 1, destination, TAG_ACK, ctx->comm);
+                    cb_yielding_waitall(window, requests);
+                    cb_yielding_recv(&token, 1, destination, TAG_ACK, ctx->comm);
                     ctx->pair_times[source * nprocs + destination] += (cb_now(ctx->timer) - started) / window;
                 } else if (rank == destination) {
                     cb_post_window(ctx, size, i * window, source, 0, 0, TAG_DATA, requests);
                     MPI_Send(&token, 1, MPI_CHAR, source, TAG_READY, ctx->comm);
-                    yielding_waitall(window, requests);
+                    cb_yielding_waitall(window, requests);
                     MPI_Send(&token, 1, MPI_CHAR, source, TAG_ACK, ctx->comm);
                     cb_check_window(ctx, size, i * window, 0);
                 }
             }
-    polite_barrier(ctx->comm);
+    cb_polite_barrier(ctx->comm);
     return (double)nprocs * (nprocs - 1) * window;
 }

@@ -92,6 +92,13 @@ static inline void cb_check(struct cb_context *ctx, const unsigned char *msg, si
 
 double cb_now(enum cb_timer timer);
 
+/* yielding.c: waiting that leaves the core to others, for kernels whose ranks may outnumber cores (eight
+ * virtual nodes on two) and share them with the processes that carry virtual nodes' links: a rank
+ * spinning in MPI would keep the one being timed waiting until the scheduler takes the core from it. */
+void cb_polite_barrier(MPI_Comm comm);                       /* sleeps 20 us between polls */
+void cb_yielding_waitall(int count, MPI_Request *requests);  /* sched_yield between polls */
+void cb_yielding_recv(void *buffer, int count, int peer, int tag, MPI_Comm comm);   /* bytes */
+
 /* compute.c: computation for kernels that compute between their calls (the catalogue's `computes`). */
 void cb_compute(long units);
 /* Seconds per unit of cb_compute, the median of five runs of 10 ms at least. */
