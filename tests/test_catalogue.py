@@ -17,7 +17,7 @@ from commbench.launch.catalogue import catalogue, launch_needs, tool
 from conftest import LIBRARIES, REPO, campaign_error, snakemake
 
 TAGS = {"variant", "throughput", "reference", "synchronous", "table", "peak", "one-sided", "multipair", "pairs", "pattern", "halo",
-        "baseline", "collective", "fan-out", "fan-in", "io", "threads", "overlap", "availability"}
+        "baseline", "collective", "fan-out", "fan-in", "fan", "io", "threads", "overlap", "availability"}
 
 
 def test_every_kernel_is_described_once_with_what_python_needs():
@@ -32,8 +32,9 @@ def test_every_kernel_is_described_once_with_what_python_needs():
     assert kernels["io.own_file"].bytes_moved(4) == 8 and kernels["pingpong.send"].bytes_moved(2) == 1
     assert {k.name for k in kernels.values() if k.windowed} == {"stream.uni", "stream.bi", "multipair.stream",
                                                                "rma.put", "rma.get", "allpairs.shifted",
-                                                               "allpairs.isolated"}
-    assert {k.name for k in kernels.values() if k.pair_times} == {"allpairs.shifted", "allpairs.isolated"}
+                                                               "allpairs.isolated", "fan.in", "fan.out"}
+    assert {k.name for k in kernels.values() if k.pair_times} == {"allpairs.shifted", "allpairs.isolated", "fan.in",
+                                                                  "fan.out"}
     assert kernels["allpairs.shifted"].bytes_moved(6) == 6 and kernels["allpairs.isolated"].bytes_moved(6) == 1
 
 

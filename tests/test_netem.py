@@ -169,3 +169,30 @@ def test_pairs_of_nodes_share_the_switch_rate(workspace, built, tmp_path):
           f"ratio {aggregate['switched'] / at_switch:.3f})")
     assert abs(aggregate["free"] / (2 * per_link) - 1) < 0.10
     assert 0.88 < aggregate["switched"] / at_switch < 1.03
+
+
+@pytest.mark.mpi
+def test_fan_in_and_out_read_the_middle_nodes_link_not_the_sum_of_the_others(workspace, built, tmp_path):
+    """Three virtual nodes on 50 Mbit/s links: two ranks sending to rank 0 at once (fan.in), or rank 0 to
+    both (fan.out), move one link's worth in all, the link of rank 0's node, which both share: half of what
+    the two other links could carry. Each is timed to its own last message: the later of the two at the
+    aggregate's half, the other sooner (TCP shares the link unevenly over a window: 3.0 and 4.6 MB/s here),
+    neither above one link."""
+    if reason := vnodes.unavailable_reason():
+        pytest.skip(reason)
+    link, size = {"rate": "50mbit", "mtu": 1500}, 2**17
+    per_link = netem.expected_goodput_bytes_per_s(link["rate"], 1500)
+    for kernel in ("fan.in", "fan.out"):
+        result = launch(workspace, LIBRARIES[0], Placement("3N1P", 3, 1, link),
+                        [kernel, "--sizes", str(size), "--window", "4", "-x", "1", "--min-samples", "3",
+                         "--max-samples", "6", "--max-point-time", "3"], tmp_path)
+        assert result.status == "ok", result.launch.get("console_tail")
+        aggregate = size / median_time(result, size)
+        point = next(point for point in result.points if point.size == size)
+        times = point.pair_times_s[:, 1:, 0] if kernel == "fan.in" else point.pair_times_s[:, 0, 1:]
+        own = size / np.median(times, axis=0)           # (sample, source, destination): seconds per message
+        print(f"{kernel}: {aggregate / 1e6:.2f} MB/s in all ({per_link / 1e6:.2f} one link), each other rank "
+              f"{', '.join(f'{b / 1e6:.2f}' for b in own)} MB/s")
+        assert abs(aggregate / per_link - 1) < 0.10, kernel
+        assert np.all(own < 1.05 * per_link), kernel
+        assert abs(own.min() * 2 / aggregate - 1) < 0.10, kernel      # the later one ends with both windows

@@ -13,7 +13,7 @@ from PIL import Image
 
 from commbench.data import synthetic as syn
 from commbench.data.pairs import PAIR_DIMS
-from commbench.report import ReportData, write_report
+from commbench.report import Figure, ReportData, all_figures, write_report
 from commbench.report import pages as report_pages
 from commbench.report.comparison_figures import MAX_PANELS
 from commbench.report.plotting import MAX_CURVES
@@ -139,6 +139,20 @@ def pair_campaign(times, kernel="allpairs.isolated", library="mpich-5.0.2", size
     ds["hosts"] = (("library", "placement", "kernel", "launch"),
                    np.full((1, 1, 1, launches), ",".join(f"vnode{n}" for n in range(nodes))))
     return ds
+
+
+def test_fan_kernels_get_their_own_figure_and_no_pair_matrix():
+    """fan.in times each other rank with rank 0 only: its pair times make no node-by-node matrix (no
+    heatmap, no slow node named from one column), and its aggregate bandwidth gets the fan figure."""
+    times = np.full((3, 3, 2), np.nan)
+    times[1:, 0, :] = 2 * 8192 / 6e6            # two senders, each at half of one 6 MB/s link
+    ds = pair_campaign(times, kernel="fan.in")
+    data = ReportData(ds)
+    figures = {item.name: item for item in all_figures(data) if isinstance(item, Figure)}
+    assert "fan-3N1P" in figures and not any(name.startswith("pairs-") for name in figures), sorted(figures)
+    assert figures["fan-3N1P"].curves == {("mpich-5.0.2", "3N1P", "fan.in")}
+    with pytest.raises(ValueError, match="times each other rank with rank 0, not every pair"):
+        ds.commbench.pairs("mpich-5.0.2", "3N1P", "fan.in", 8192)
 
 
 # The plot area of the Bokeh figure whose title ends with arguments[0], scrolled into view: where it is

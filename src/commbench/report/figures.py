@@ -239,6 +239,16 @@ def io_strategies(data: ReportData) -> list:
                           "needs two or more io.* kernels in one placement", bandwidth=True)
 
 
+def fan_in_and_out(data: ReportData) -> list:
+    return _per_placement(data, "fan", "Fan-in and fan-out", "fan", 1,
+                          "Bandwidth in all into rank 0 as every other rank sends to it at once (fan.in), and out of "
+                          "it to every other at once (fan.out), against size (OSU 7.5's osu_bw_fan_in and "
+                          "osu_bw_fan_out): where it reads no more than one pair alone, the middle rank's node or "
+                          "link, not the others', is the limit. Each other rank's own time is in the dataset's "
+                          "pair_time.",
+                          "needs fan.in or fan.out in a placement", bandwidth=True)
+
+
 def collective_method(data: ReportData, kernel: str) -> str:
     """accurate, lower, upper, root or window: how the entry's time relates to the operation's latency."""
     default = "accurate" if "fan-out" in kernel_tags(data.ds).get(kernel, ()) else "lower"
@@ -311,7 +321,7 @@ PAGES = (("", (library_comparison, placement_comparison, small_messages)),
          ("patterns", (patterns,)),
          ("collectives", (collectives_against_ranks, collective_bounds)),
          ("io", (io_against_tasks, io_strategies)),
-         ("network", (pair_matrices,)))
+         ("network", (pair_matrices, fan_in_and_out)))
 FIGURES = tuple(make for _, makers in PAGES for make in makers)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from commbench.analysis.network import MIN_NODES, find_slow_nodes_and_links, node_pair_times
+from commbench.data.kernels import kernel_tags
 from commbench.data.samples import quiet_nanmedian
 from commbench.report.analysis_table import ReportData
 from commbench.report.elements import Figure, Skipped
@@ -43,7 +44,8 @@ def pair_matrices(data: ReportData) -> list:
     if "pair_time" not in ds:
         return [Skipped("pair-matrices", "Every pair's bandwidth", WHY)]
     figures = []
-    for kernel in ds["pair_kernel"].values.tolist():
+    tags = kernel_tags(ds)     # fan.in and fan.out time pairs too, with rank 0 only: no matrix of every pair
+    for kernel in (kernel for kernel in ds["pair_kernel"].values.tolist() if "pairs" in tags.get(kernel, ())):
         for library in ds["library"].values.tolist():
             for placement in ds["placement"].values.tolist():
                 measured = ds["pair_time"].sel(library=library, placement=placement, pair_kernel=kernel)
