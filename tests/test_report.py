@@ -3,9 +3,12 @@ report the workflow wrote opens with its headline numbers, draws every point ins
 renders in a real headless browser without errors; a one-curve campaign gets its curve, and a campaign
 in which no launch gave data gets a report that says which rows gave none and why."""
 
+import contextlib
 import json
+import os
 import re
 import shutil
+import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -124,20 +127,32 @@ def test_integrity_errors_are_flagged_in_the_report(tiny, tmp_path):
     assert "class='flag'><b>Integrity errors</b>" in page
 
 
-def _browser():
+@contextlib.contextmanager
+def browser():
+    """Headless Chromium through Selenium, quit on the way out. Its temporary files go to a folder of its
+    own, removed then: Chromium leaves its profile's singleton socket folder in $TMPDIR when chromedriver
+    ends it (a hundred org.chromium.Chromium.* in /tmp after two days of runs)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
 
-    browser, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (browser and driver):
+    executable, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (executable and driver):
         pytest.skip("needs Debian's chromium and chromium-driver (make test installs them as root: envs/system.txt)")
     options = Options()
-    options.binary_location = browser
+    options.binary_location = executable
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(driver), options=options)
+    folder = tempfile.mkdtemp(prefix="commbench-browser-")
+    try:
+        session = webdriver.Chrome(service=Service(driver, env={**os.environ, "TMPDIR": folder}), options=options)
+        try:
+            yield session
+        finally:
+            session.quit()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 RENDERED = """
@@ -151,8 +166,7 @@ return {roots: Bokeh.documents.reduce((n, doc) => n + doc.roots().length, 0),
 @pytest.mark.mpi
 def test_report_renders_in_headless_chromium(tiny):
     manifest = json.loads((tiny / "figures" / "manifest.json").read_text())
-    driver = _browser()
-    try:
+    with browser() as driver:
         driver.get((tiny / "report.html").resolve().as_uri())
         deadline, state = time.monotonic() + 60, None
         while time.monotonic() < deadline:
@@ -163,8 +177,6 @@ def test_report_renders_in_headless_chromium(tiny):
             time.sleep(0.5)
         sections = driver.execute_script("return document.querySelectorAll('section.figure').length")
         errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    finally:
-        driver.quit()
     assert not errors, errors
     # Every figure of the manifest became one rendered Bokeh plot (each a grid: time and bandwidth, or
     # the ratio of the two libraries in each placement).
@@ -232,8 +244,7 @@ def test_a_one_curve_campaign_draws_its_latency_and_bandwidth(tiny, tmp_path):
     assert "No figure could be drawn" not in page and "<li class='skipped'>" not in page
     assert page.count("<p class='skipped'>") == 1
     assert f"<b>Not drawn</b>, for lack of what they need ({len(manifest['skipped'])}):" in page
-    driver = _browser()
-    try:
+    with browser() as driver:
         driver.get((tmp_path / "report.html").resolve().as_uri())
         lines = None
         for _ in range(120):
@@ -242,8 +253,6 @@ def test_a_one_curve_campaign_draws_its_latency_and_bandwidth(tiny, tmp_path):
                 break
             time.sleep(0.5)
         errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    finally:
-        driver.quit()
     assert not errors, errors
     # Two panels (time, bandwidth), each with its line through the 4 sizes.
     assert sorted(lines) == [4, 4], lines

@@ -19,7 +19,7 @@ from commbench.report.comparison_figures import MAX_PANELS
 from commbench.report.plotting import MAX_CURVES
 
 from test_compare_report import as_collected, two_libraries
-from test_report import RENDERED, _browser
+from test_report import RENDERED, browser
 
 # Two library rows x 13 variants: 26 curves in one overlay, more than a reader can tell apart, and
 # 13 panels as small multiples, more than one interactive figure holds (MAX_PANELS).
@@ -83,8 +83,7 @@ def test_past_the_interactive_budget_a_figure_is_its_static_image(broad):
 
 def test_every_page_renders_in_headless_chromium(broad):
     directory, manifest = broad
-    driver = _browser()
-    try:
+    with browser() as driver:
         for page in manifest["pages"]:
             interactive = sum(f["interactive"] and f["page"] == page for f in manifest["figures"])
             driver.get((directory / page).resolve().as_uri())
@@ -107,8 +106,6 @@ def test_every_page_renders_in_headless_chromium(broad):
             shown = driver.execute_script("return [...document.images].filter(i => i.complete && i.naturalWidth > 0)"
                                           ".length")
             assert shown == sum(not f["interactive"] and f["page"] == page for f in manifest["figures"])
-    finally:
-        driver.quit()
 
 
 def test_a_few_figures_of_many_panels_also_get_pages():
@@ -181,8 +178,7 @@ def test_the_pair_heatmap_as_the_browser_draws_it_shows_the_slow_node(tmp_path):
     assert heatmap["interactive"]
     page = (tmp_path / heatmap["page"]).read_text()
     assert "vnode3: every pair through it" in page
-    driver = _browser()
-    try:
+    with browser() as driver:
         driver.set_window_size(1200, 900)
         driver.get((tmp_path / heatmap["page"]).resolve().as_uri())
         area = None
@@ -196,8 +192,6 @@ def test_the_pair_heatmap_as_the_browser_draws_it_shows_the_slow_node(tmp_path):
         time.sleep(0.2)     # the scroll's repaint
         shot = Image.open(io.BytesIO(driver.get_screenshot_as_png())).convert("L")
         errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    finally:
-        driver.quit()
     assert not errors, errors
     scale = area["scale"]
     plot = np.asarray(shot.crop(tuple(round(v * scale) for v in (
