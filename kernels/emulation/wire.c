@@ -122,7 +122,8 @@ static void take(struct direction *d, const unsigned char *bytes, int len)
 {
     int next = (d->tail + 1) % QUEUE;
     if (next == d->head || len <= (int)VNET) return;   /* the queue is full: dropped */
-    const struct carriage *c = d->cut_through ? &own_link : carriage_of(bytes, len);
+    /* A planted path is what the node sends its peer: frames to the node keep the link's carriage. */
+    const struct carriage *c = d == &to_switch ? carriage_of(bytes, len) : &own_link;
     int64_t now = now_ns(), wire_ns = (int64_t)(wire_bytes(bytes, len) * c->ns_per_byte);
     int64_t arrived = d->cut_through ? now - wire_ns : now;   /* cut-through: when its first bit came */
     int64_t start = d->free_at_ns > arrived ? d->free_at_ns : arrived;

@@ -66,7 +66,7 @@ class VirtualCluster:
         if self.network is None:
             return None
         planted = [fault for fault in self.faults or [] if fault.get("node") == index]
-        return {**self.network, **{key: value for fault in planted for key, value in fault.items() if key != "node"}}
+        return {**self.network, **{key: value for fault in planted for key, value in _settings(fault).items()}}
 
     def paths_of(self, index: int) -> list[tuple[str, dict]]:
         """The planted faults on paths from node `index` (`link: [a, b]`): (the other node's address, what
@@ -74,7 +74,7 @@ class VirtualCluster:
         if self.network is None:
             return []
         return [(self.nodes[fault["link"][1] if fault["link"][0] == index else fault["link"][0]].address,
-                 {**self.link_of(index), **{key: value for key, value in fault.items() if key != "link"}})
+                 {**self.link_of(index), **_settings(fault)})
                 for fault in self.faults or [] if index in fault.get("link", ())]
 
     @property
@@ -178,3 +178,7 @@ def plan(nodes: int, network: dict | None = None, switch: dict | None = None,
         network=network, switch=switch, host_address=f"{subnet}.254" if host_address else None, faults=faults,
         cpuset_root=cpuset_root())
 
+
+def _settings(fault: dict) -> dict:
+    """What a planted fault sets (rate, delay, loss), without where it is (`node` or `link`)."""
+    return {key: value for key, value in fault.items() if key not in ("node", "link")}

@@ -127,8 +127,7 @@ def _burst(seconds) -> str:
     not made by the wire, have none)."""
     if not _finite(seconds):
         return ""
-    return (f", each frame carrying at most {seconds * 1e6:g} us of the link's time (whole TCP segments, at "
-            "least one), so that a receiver acknowledged segments as they arrived")
+    return f", each frame carrying at most {seconds * 1e6:g} us of the link's time (whole TCP segments, at least one)"
 
 
 def _planted(recorded) -> str:
