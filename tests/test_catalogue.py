@@ -17,7 +17,7 @@ from commbench.launch.catalogue import catalogue, launch_needs, tool
 from conftest import LIBRARIES, REPO, campaign_error, snakemake
 
 TAGS = {"variant", "throughput", "reference", "synchronous", "table", "peak", "one-sided", "multipair", "pairs", "pattern", "halo",
-        "baseline", "collective", "fan-out", "fan-in", "fan", "io", "threads", "overlap", "availability"}
+        "baseline", "collective", "fan-out", "fan-in", "congestion", "io", "threads", "overlap", "availability"}
 
 
 def test_every_kernel_is_described_once_with_what_python_needs():
@@ -32,9 +32,9 @@ def test_every_kernel_is_described_once_with_what_python_needs():
     assert kernels["io.own_file"].bytes_moved(4) == 8 and kernels["pingpong.send"].bytes_moved(2) == 1
     assert {k.name for k in kernels.values() if k.windowed} == {"stream.uni", "stream.bi", "multipair.stream",
                                                                "rma.put", "rma.get", "allpairs.shifted",
-                                                               "allpairs.isolated", "fan.in", "fan.out"}
+                                                               "allpairs.isolated", "fan.in", "fan.out", "bisection"}
     assert {k.name for k in kernels.values() if k.pair_times} == {"allpairs.shifted", "allpairs.isolated", "fan.in",
-                                                                  "fan.out"}
+                                                                  "fan.out", "bisection"}
     assert kernels["allpairs.shifted"].bytes_moved(6) == 6 and kernels["allpairs.isolated"].bytes_moved(6) == 1
 
 

@@ -196,3 +196,30 @@ def test_fan_in_and_out_read_the_middle_nodes_link_not_the_sum_of_the_others(wor
         assert abs(aggregate / per_link - 1) < 0.10, kernel
         assert np.all(own < 1.05 * per_link), kernel
         assert abs(own.min() * 2 / aggregate - 1) < 0.10, kernel      # the later one ends with both windows
+
+
+@pytest.mark.mpi
+def test_a_bisection_reads_every_link_at_once_or_the_switch_they_share(workspace, built, tmp_path):
+    """Four virtual nodes on 25 Mbit/s links, in pairs of random matchings, each pair exchanging at once: on
+    free links the four together move four links' worth; behind a 50 Mbit/s switch, which all of it
+    crosses, the switch's worth. Every sample's matching is a perfect one, and every rank is timed. (At 50
+    Mbit/s links, 24 MB/s in all, four ranks and the links' queues on two cores read 0.80-0.93 of the
+    free links.)"""
+    if reason := vnodes.unavailable_reason():
+        pytest.skip(reason)
+    link, switch, size = {"rate": "25mbit", "mtu": 1500}, {"rate": "50mbit"}, 2**16
+    args = ["bisection", "--sizes", str(size), "--window", "4", "-x", "1", "--min-samples", "4", "--max-samples", "6",
+            "--max-point-time", "3"]
+    expected = {"free": 4 * netem.expected_goodput_bytes_per_s(link["rate"], 1500),
+                "switched": netem.expected_goodput_bytes_per_s(switch["rate"], 1500)}
+    for name, placement in (("free", Placement("4N1P", 4, 1, link)),
+                            ("switched", Placement("4N1P-sw", 4, 1, link, switch=switch))):
+        result = launch(workspace, LIBRARIES[0], placement, args, tmp_path)
+        assert result.status == "ok", result.launch.get("console_tail")
+        aggregate = 4 * size / median_time(result, size)
+        print(f"bisection, {name}: {aggregate / 1e6:.2f} MB/s in all ({expected[name] / 1e6:.2f} expected)")
+        assert abs(aggregate / expected[name] - 1) < 0.10, name
+        point = next(point for point in result.points if point.size == size)
+        for matrix in point.pair_times_s:          # each sample: four timed pairs, each rank's partner its partner's
+            timed = np.isfinite(matrix)
+            assert timed.sum() == 4 and (timed.sum(axis=0) == 1).all() and (timed == timed.T).all()

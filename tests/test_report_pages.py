@@ -140,15 +140,16 @@ def pair_campaign(times, kernel="allpairs.isolated", library="mpich-5.0.2", size
 
 def test_fan_kernels_get_their_own_figure_and_no_pair_matrix():
     """fan.in times each other rank with rank 0 only: its pair times make no node-by-node matrix (no
-    heatmap, no slow node named from one column), and its aggregate bandwidth gets the fan figure."""
+    heatmap, no slow node named from one column), and its aggregate bandwidth gets the figure of many
+    ranks at once."""
     times = np.full((3, 3, 2), np.nan)
     times[1:, 0, :] = 2 * 8192 / 6e6            # two senders, each at half of one 6 MB/s link
     ds = pair_campaign(times, kernel="fan.in")
     data = ReportData(ds)
     figures = {item.name: item for item in all_figures(data) if isinstance(item, Figure)}
-    assert "fan-3N1P" in figures and not any(name.startswith("pairs-") for name in figures), sorted(figures)
-    assert figures["fan-3N1P"].curves == {("mpich-5.0.2", "3N1P", "fan.in")}
-    with pytest.raises(ValueError, match="times each other rank with rank 0, not every pair"):
+    assert "congestion-3N1P" in figures and not any(name.startswith("pairs-") for name in figures), sorted(figures)
+    assert figures["congestion-3N1P"].curves == {("mpich-5.0.2", "3N1P", "fan.in")}
+    with pytest.raises(ValueError, match="times some pairs of ranks, not every pair"):
         ds.commbench.pairs("mpich-5.0.2", "3N1P", "fan.in", 8192)
 
 

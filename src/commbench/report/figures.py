@@ -239,14 +239,15 @@ def io_strategies(data: ReportData) -> list:
                           "needs two or more io.* kernels in one placement", bandwidth=True)
 
 
-def fan_in_and_out(data: ReportData) -> list:
-    return _per_placement(data, "fan", "Fan-in and fan-out", "fan", 1,
-                          "Bandwidth in all into rank 0 as every other rank sends to it at once (fan.in), and out of "
-                          "it to every other at once (fan.out), against size (OSU 7.5's osu_bw_fan_in and "
-                          "osu_bw_fan_out): where it reads no more than one pair alone, the middle rank's node or "
-                          "link, not the others', is the limit. Each other rank's own time is in the dataset's "
-                          "pair_time.",
-                          "needs fan.in or fan.out in a placement", bandwidth=True)
+def many_at_once(data: ReportData) -> list:
+    return _per_placement(data, "congestion", "Many ranks at once", "congestion", 1,
+                          "Bandwidth in all when many ranks talk at once, against size: into rank 0 as every other "
+                          "rank sends to it (fan.in), out of it to every other (fan.out; OSU 7.5's osu_bw_fan_in "
+                          "and osu_bw_fan_out), and between the pairs of a random perfect matching, a new one each "
+                          "sample (bisection). Against one pair alone: a fan that reads no more than one pair is "
+                          "held by the middle rank's node or link; a bisection that reads less than the pairs "
+                          "together, by what they share. Each rank's own time is in the dataset's pair_time.",
+                          "needs fan.in, fan.out or bisection in a placement", bandwidth=True)
 
 
 def collective_method(data: ReportData, kernel: str) -> str:
@@ -321,7 +322,7 @@ PAGES = (("", (library_comparison, placement_comparison, small_messages)),
          ("patterns", (patterns,)),
          ("collectives", (collectives_against_ranks, collective_bounds)),
          ("io", (io_against_tasks, io_strategies)),
-         ("network", (pair_matrices, fan_in_and_out)))
+         ("network", (pair_matrices, many_at_once)))
 FIGURES = tuple(make for _, makers in PAGES for make in makers)
 
 

@@ -44,7 +44,7 @@ def pair_matrices(data: ReportData) -> list:
     if "pair_time" not in ds:
         return [Skipped("pair-matrices", "Every pair's bandwidth", WHY)]
     figures = []
-    tags = kernel_tags(ds)     # fan.in and fan.out time pairs too, with rank 0 only: no matrix of every pair
+    tags = kernel_tags(ds)     # fan.in, fan.out, bisection time some pairs only: no matrix of every pair
     for kernel in (kernel for kernel in ds["pair_kernel"].values.tolist() if "pairs" in tags.get(kernel, ())):
         for library in ds["library"].values.tolist():
             for placement in ds["placement"].values.tolist():

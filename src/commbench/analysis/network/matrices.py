@@ -21,8 +21,8 @@ def node_pair_times(ds: xr.Dataset, library: str, placement: str, kernel: str, s
     if kernel not in ds["pair_kernel"].values:
         raise ValueError(f"kernel {kernel!r} timed no pairs here; these did: {', '.join(map(str, ds['pair_kernel'].values))}")
     if "pairs" not in kernel_tags(ds).get(kernel, ()):
-        raise ValueError(f"kernel {kernel!r} times each other rank with rank 0, not every pair: its pair times "
-                         f"are ds['pair_time'].sel(pair_kernel={kernel!r})")
+        raise ValueError(f"kernel {kernel!r} times some pairs of ranks, not every pair: its pair times are "
+                         f"ds['pair_time'].sel(pair_kernel={kernel!r})")
     point = ds["pair_time"].sel(library=library, placement=placement, pair_kernel=kernel, size=size)
     hosts = ds["hosts"].sel(library=library, placement=placement, kernel=kernel)
     per_launch, names = [], []

@@ -1,14 +1,21 @@
-/* Fan-in and fan-out: every other rank sends a window of --window messages to rank 0 at once (fan.in), or
- * rank 0 sends one to every other rank at once (fan.out), as OSU 7.5's osu_bw_fan_in and osu_bw_fan_out
- * do: what the rank in the middle, and the link of its node, take in or give out when all talk to it at
- * once, against what one pair carries alone (line speed against end-point limits).
+/* Many ranks at once: what the network as a whole delivers when they all talk, against what one pair
+ * carries alone (line speed against end-point limits).
  *
- * Both time themselves on rank 0 from one start: a sample is seconds per message over all the others
- * (aggregate bandwidth = size / time), and each other rank's own finish is a pair time (source,
- * destination), so that one slow sender or receiver shows. Ranks wait yielding the core (cb_polite_barrier,
- * cb_yielding_waitall): ranks may outnumber cores, on virtual nodes with the processes that carry links. */
+ * fan.in and fan.out: every other rank sends a window of --window messages to rank 0 at once, or rank 0
+ * sends one to every other rank at once, as OSU 7.5's osu_bw_fan_in and osu_bw_fan_out do: what the rank in
+ * the middle, and the link of its node, take in or give out.
+ *
+ * bisection: the ranks in pairs of a random perfect matching, a new one every sample (ClusterKit's and
+ * hp2p's random pairings), every pair exchanging a window both ways at once: across the matchings, what the
+ * fabric carries between random halves of the ranks.
+ *
+ * All time themselves on rank 0 from one start: a sample is seconds per message (see each metric), and each
+ * rank's own finish is a pair time (source, destination), so that one slow rank or pair shows. Ranks wait
+ * yielding the core (cb_polite_barrier, cb_yielding_waitall): ranks may outnumber cores, on virtual nodes
+ * with the processes that carry links. */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "patterns.h"
@@ -132,5 +139,80 @@ double fan_out(struct cb_context *ctx, size_t size, long iterations)
         }
     }
     if (rank == 0) ctx->measured = iterations ? total / ((double)iterations * others * window) : 0;
+    return 0;
+}
+
+/* A random perfect matching of `nprocs` ranks, the same on every rank: partner[r] for each r, from a
+ * Fisher-Yates shuffle driven by splitmix64 of the draw's number. */
+static void random_matching(int nprocs, uint64_t draw, int *order, int *partner)
+{
+    uint64_t state = 0x636f6d6d62656e63ULL ^ (draw * 0x9e3779b97f4a7c15ULL);
+    for (int r = 0; r < nprocs; r++) order[r] = r;
+    for (int r = nprocs - 1; r > 0; r--) {
+        uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        int j = (int)(z % (uint64_t)(r + 1)), swap = order[r];
+        order[r] = order[j];
+        order[j] = swap;
+    }
+    for (int k = 0; k < nprocs; k += 2) {
+        partner[order[k]] = order[k + 1];
+        partner[order[k + 1]] = order[k];
+    }
+}
+
+struct matching {
+    int *order, *partner;
+    uint64_t draws;   /* batches run so far: each draws its own matching */
+};
+
+const char *bisection_setup(struct cb_context *ctx, size_t max_size)
+{
+    (void)max_size;
+    static struct matching matching;
+    if (ctx->nprocs % 2) return "bisection: needs an even number of ranks (a perfect matching)";
+    matching.order = malloc((size_t)ctx->nprocs * sizeof *matching.order);
+    matching.partner = malloc((size_t)ctx->nprocs * sizeof *matching.partner);
+    if (!matching.order || !matching.partner) return "bisection: out of memory for its matching";
+    matching.draws = 0;
+    ctx->state = &matching;
+    return NULL;
+}
+
+void bisection_teardown(struct cb_context *ctx)
+{
+    struct matching *matching = ctx->state;
+    free(matching->order);
+    free(matching->partner);
+}
+
+/* One matching for the batch (so that each pair time is that pair's, over the batch's iterations); per
+ * iteration every rank sends its partner a window and receives one, from a common start after a barrier,
+ * and the slowest rank's time to its partner's last message is the iteration's. */
+double bisection(struct cb_context *ctx, size_t size, long iterations)
+{
+    struct matching *matching = ctx->state;
+    int nprocs = ctx->nprocs, rank = ctx->rank, window = ctx->params.window;
+    MPI_Request requests[2 * CB_MAX_WINDOW];
+    random_matching(nprocs, matching->draws++, matching->order, matching->partner);
+    int partner = matching->partner[rank];
+    double total = 0;
+    for (long i = 0; i < iterations; i++) {
+        cb_polite_barrier(ctx->comm);
+        double started = cb_now(ctx->timer);
+        cb_post_window(ctx, size, i * window, partner, 0, 0, TAG_DATA, requests);
+        cb_post_window(ctx, size, i * window, partner, 1, 0, TAG_DATA, requests + window);
+        cb_yielding_waitall(window, requests);
+        double own = cb_now(ctx->timer) - started, slowest = 0;
+        ctx->pair_times[partner * nprocs + rank] += own / window;
+        cb_yielding_waitall(window, requests + window);
+        cb_check_window(ctx, size, i * window, 0);
+        /* Outside the timed part: each rank's clock read its own time, the slowest is the iteration's. */
+        MPI_Reduce(&own, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, ctx->comm);
+        total += slowest;
+    }
+    if (rank == 0) ctx->measured = iterations ? total / ((double)iterations * window) : 0;
     return 0;
 }
