@@ -159,6 +159,27 @@ def test_planted_faults_name_an_existing_node_of_virtual_nodes_with_a_network(tm
     assert load_campaign(path).placement("2N1P")["faults"] == [{"link": [0, 1], "delay": "1ms"}]
 
 
+def test_a_topology_fills_two_leaves_or_more_of_virtual_nodes_with_a_network(tmp_path):
+    two_nodes = "{name: 2N1P, nodes: 2, ppn: 1}"
+    leaves = "{name: 2N1P, nodes: NODES, ppn: 1, network: {rate: 1gbit, mtu: 1500}, topology: TOPOLOGY}"
+    for nodes, topology, said in (
+            (6, "{leaf_nodes: 4, uplink: {rate: 1gbit}}", "has nodes: 6 and topology leaf_nodes: 4; the nodes must "
+                                                          "fill two leaves or more of leaf_nodes each (nodes a multiple "
+                                                          "of 4, at least 8)"),
+            (4, "{leaf_nodes: 4, uplink: {rate: 1gbit}}", "at least 8)"),
+            (4, "{leaf_nodes: 2}", "placements[1].topology"),
+            (4, "{leaf_nodes: 2, uplink: {rate: fast}}", "placements[1].topology.uplink.rate")):
+        message = error_of(tmp_path, VALID.replace(two_nodes, leaves.replace("NODES", str(nodes))
+                                                   .replace("TOPOLOGY", topology)))
+        assert said in message, (topology, message)
+    message = error_of(tmp_path, VALID.replace(two_nodes, "{name: 2N1P, nodes: 4, ppn: 1, topology: {leaf_nodes: 2, "
+                                                          "uplink: {rate: 1gbit}}}"))
+    assert "has a topology:, which joins virtual nodes with a network:" in message
+    path = write(tmp_path, VALID.replace(two_nodes, leaves.replace("NODES", "4").replace(
+        "TOPOLOGY", "{leaf_nodes: 2, uplink: {rate: 20mbit}}")))
+    assert load_campaign(path).placement("2N1P")["topology"] == {"leaf_nodes": 2, "uplink": {"rate": "20mbit"}}
+
+
 def test_kernels_can_be_limited_to_some_placements(tmp_path):
     text = VALID.replace("pingpong.send: {sizes: {list: [1, 1Ki, 64Ki]}}",
                          "pingpong.send: {placements: [2N1P]}\n  memcpy: {placements: [1N2P]}")

@@ -109,6 +109,11 @@ KINDS = {
     "2N1P-wire": ({"nodes": 2, "ppn": 1, "network": {"rate": "20mbit", "mtu": 1500}},
                   {"transport": "tcp", "emulated": True, "emulation": "namespaces", "link_shaper": "wire",
                    "link_burst_s": 125e-6}, ["vnode0", "vnode1"]),
+    # Two leaf switches of two nodes, joined through uplinks of 20 Mbit/s.
+    "4N1P-leaves": ({"nodes": 4, "ppn": 1, "network": {"rate": "50mbit", "mtu": 1500},
+                     "topology": {"leaf_nodes": 2, "uplink": {"rate": "20mbit"}}},
+                    {"transport": "tcp", "emulated": True, "emulation": "namespaces", "link_shaper": "netem",
+                     "switch_shaper": "netem"}, [f"vnode{n}" for n in range(4)]),
 }
 ROWS = {"mpich": ("mpich-5.0.2", {"family": "mpich", "device": "ch4:ofi"}),
         "openmpi": ("openmpi-5.0.11", {"family": "openmpi", "device": ""})}
@@ -173,7 +178,7 @@ def test_each_placement_is_described_as_its_launches_recorded_it(tmp_path):
     ds = recorded_dataset(tmp_path)
     items = placement_items(ds)
     assert ds["emulation"].values.tolist() == ["", "namespaces", "loopback", "namespaces", "namespaces", "loopback",
-                                               "namespaces"]
+                                               "namespaces", "namespaces"]
     assert ON_NODE in items["1N2P"] and "hosts: vm,vm" in items["1N2P"]
     # Virtual nodes: named as such, with their hosts, and nothing forced over loopback.
     for name in ("2N1P", "2N1P-1g", "4N1P-sw"):
@@ -188,6 +193,10 @@ def test_each_placement_is_described_as_its_launches_recorded_it(tmp_path):
     assert ("shaped by a wire process per node" in items["2N1P-wire"] and "each frame carrying at most 125 us of "
             "the link's time (whole TCP segments, at least one)" in items["2N1P-wire"])
     assert not any("each frame" in item for name, item in items.items() if name != "2N1P-wire")
+    assert ("nodes on 2 leaf switches of 2 (vnode0-vnode1, vnode2-vnode3), each joined to one spine through an "
+            "uplink of 20 Mbit/s each way (shaped by netem each way, which serialises every packet at the rate)"
+            in items["4N1P-leaves"])
+    assert not any("leaf switches" in item for name, item in items.items() if name != "4N1P-leaves")
     # Loopback: the variables that forced each family's network path are the ones its launches recorded.
     for name in ("2N1P-lo", "2N1P-lo-1g"):
         item = items[name]
@@ -202,7 +211,7 @@ def test_each_placement_is_described_as_its_launches_recorded_it(tmp_path):
     # What each family's launches set where nothing is forced: none for MPICH, root's permission for Open MPI.
     assert f"environment set: mpich-5.0.2: none; openmpi-5.0.11: {environment('openmpi', '')}" in items["2N1P"]
     text = methods_markdown(ds)
-    assert "Emulated placements (2N1P, 2N1P-1g, 4N1P-sw, 2N1P-wire): their nodes were virtual nodes on one host" in text
+    assert "Emulated placements (2N1P, 2N1P-1g, 4N1P-sw, 2N1P-wire, 4N1P-leaves): their nodes were virtual nodes on one host" in text
     assert "Emulated placements (2N1P-lo, 2N1P-lo-1g): their nodes shared one host" in text
 
 

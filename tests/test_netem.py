@@ -223,3 +223,42 @@ def test_a_bisection_reads_every_link_at_once_or_the_switch_they_share(workspace
         for matrix in point.pair_times_s:          # each sample: four timed pairs, each rank's partner its partner's
             timed = np.isfinite(matrix)
             assert timed.sum() == 4 and (timed.sum(axis=0) == 1).all() and (timed == timed.T).all()
+
+
+@pytest.mark.mpi
+def test_two_leaves_carry_a_pair_at_its_links_rate_within_a_leaf_and_at_the_uplinks_across(workspace, built,
+                                                                                          tmp_path):
+    """Four virtual nodes on 50 Mbit/s links, two to a leaf switch, the leaves joined through uplinks of
+    20 Mbit/s (an oversubscribed fat tree in miniature). One pair at a time: a pair on one leaf reads its
+    links' rate, a pair across the leaves the uplink's. A bisection: a matching within the leaves moves four
+    links' worth, one across them two uplinks' worth (each way of the uplink, shared by the two pairs)."""
+    if reason := vnodes.unavailable_reason():
+        pytest.skip(reason)
+    link, uplink, size = {"rate": "50mbit", "mtu": 1500}, {"rate": "20mbit"}, 2**16
+    placement = Placement("4N1P-leaves", 4, 1, link, topology={"leaf_nodes": 2, "uplink": uplink})
+    per_link, per_uplink = (netem.expected_goodput_bytes_per_s(rate, 1500) for rate in (link["rate"], uplink["rate"]))
+    leaf = [0, 0, 1, 1]
+    timing = ["--sizes", str(size), "--window", "4", "-x", "1", "--min-samples", "4", "--max-samples", "6",
+              "--max-point-time", "4"]
+
+    result = launch(workspace, LIBRARIES[0], placement, ["allpairs.isolated", *timing], tmp_path)
+    assert result.status == "ok", result.launch.get("console_tail")
+    point = next(point for point in result.points if point.size == size)
+    bandwidth = size / np.median(point.pair_times_s, axis=0)     # (source, destination)
+    for a, b in ((a, b) for a in range(4) for b in range(4) if a != b):
+        expected = per_link if leaf[a] == leaf[b] else per_uplink
+        print(f"vnode{a} -> vnode{b}: {bandwidth[a, b] / 1e6:.2f} MB/s ({expected / 1e6:.2f} expected)")
+        assert abs(bandwidth[a, b] / expected - 1) < 0.10, (a, b)
+
+    result = launch(workspace, LIBRARIES[0], placement, ["bisection", *timing], tmp_path)
+    assert result.status == "ok", result.launch.get("console_tail")
+    point = next(point for point in result.points if point.size == size)
+    kinds = set()
+    for sample, matrix in zip(point.samples, point.pair_times_s):
+        partner = int(np.flatnonzero(np.isfinite(matrix[:, 0]))[0])     # the sample's matching: rank 0's partner
+        within = leaf[partner] == leaf[0]
+        expected = 4 * per_link if within else 2 * per_uplink
+        kinds.add(within)
+        print(f"bisection, rank 0 with {partner}: {4 * size / sample / 1e6:.2f} MB/s ({expected / 1e6:.2f} expected)")
+        assert abs(4 * size / sample / expected - 1) < 0.10, partner
+    assert kinds == {True, False}       # both kinds of matching were drawn

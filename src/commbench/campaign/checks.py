@@ -80,6 +80,15 @@ def _check_consistency(config: dict, source: str) -> None:
             problems.append(f"placements: {placement['name']!r} has a switch with nodes: {placement['nodes']}, "
                             f"emulate: {placement.get('emulate', 'namespaces')}; a switch joins virtual nodes: "
                             "it needs nodes >= 2 and emulate: namespaces (or no emulate:)")
+        if "topology" in placement:
+            leaf = placement["topology"]["leaf_nodes"]
+            if "network" not in placement or placement.get("emulate") == "loopback":
+                problems.append(f"placements: {placement['name']!r} has a topology:, which joins virtual nodes with a "
+                                "network: (emulate: namespaces, or no emulate:)")
+            elif placement["nodes"] % leaf or placement["nodes"] // leaf < 2:
+                problems.append(f"placements: {placement['name']!r} has nodes: {placement['nodes']} and topology "
+                                f"leaf_nodes: {leaf}; the nodes must fill two leaves or more of leaf_nodes each "
+                                f"(nodes a multiple of {leaf}, at least {2 * leaf})")
         for fault in placement.get("faults", []):
             if "network" not in placement or placement.get("emulate") == "loopback":
                 problems.append(f"placements: {placement['name']!r} plants faults: on its links, which needs virtual "

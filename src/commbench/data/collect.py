@@ -299,6 +299,10 @@ def _coordinates(campaign: Campaign, axes: _Axes, sizes: list[int], runs: _RunRe
                       {"units": "percent", "long_name": "emulated link's packet loss"}),
         "faults": ("placement", [json.dumps(p.get("faults", []), sort_keys=True) for p in placement_specs],
                    {"long_name": "faults planted on virtual nodes' links: node, and its rate, delay or loss (JSON)"}),
+        "topology": ("placement", [json.dumps(p["topology"], sort_keys=True) if "topology" in p else ""
+                                   for p in placement_specs],
+                     {"long_name": "virtual nodes on leaf switches: leaf_nodes per leaf, each leaf's uplink rate "
+                                   "(JSON; empty: one switch)"}),
         "link_shaper": ("placement", [runs.link_shaper.get(name, "") for name in axes.placements],
                         {"long_name": "what made the emulated links: netem (every packet serialised at the rate), "
                                       "wire (a process per virtual node, every frame serialised) or tbf (a token "

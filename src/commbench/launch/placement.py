@@ -27,6 +27,8 @@ class Placement:
     # [{"node": 3, "rate": "10mbit"}, {"link": [1, 4], "delay": "1ms"}]: faults planted on virtual nodes'
     # links, or on the path between two of them (rate, delay, loss)
     faults: list | None = None
+    # {"leaf_nodes": 4, "uplink": {"rate": "20mbit"}}: virtual nodes on leaf switches joined through uplinks
+    topology: dict | None = None
 
     @property
     def nprocs(self) -> int:

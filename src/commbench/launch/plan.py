@@ -67,9 +67,9 @@ def emulation_of(placement: Placement) -> str:
     reason = vnodes.unavailable_reason()
     if reason is None:
         return "namespaces"
-    if placement.emulate == "namespaces" or placement.switch or placement.faults:
+    if placement.emulate == "namespaces" or placement.switch or placement.faults or placement.topology:
         wanted = ("emulate: namespaces" if placement.emulate == "namespaces" else "a switch:" if placement.switch
-                  else "faults:")
+                  else "faults:" if placement.faults else "a topology:")
         raise Unsupported(f"placement {placement.name} has {wanted}, which needs virtual nodes: {reason}")
     return "loopback"
 

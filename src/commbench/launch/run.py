@@ -151,7 +151,8 @@ def _run_launch(installation, binary, kernel_args, scratch: str, placement, meta
     allocation = slurm_allocation(os.environ)
     placement = replace(placement, hosts=allocated_hosts({**os.environ, **allocation}))
     meta = {**meta, "transport": placement.transport, "emulated": placement.emulated, "network": placement.network,
-            "switch": placement.switch, **({"faults": placement.faults} if placement.faults else {})}
+            "switch": placement.switch, **({"faults": placement.faults} if placement.faults else {}),
+            **({"topology": placement.topology} if placement.topology else {})}
     cluster = None
     try:
         meta["emulation"] = emulation_of(placement)
@@ -160,13 +161,14 @@ def _run_launch(installation, binary, kernel_args, scratch: str, placement, meta
             meta["link_shaper"] = netem.shaper(meta["emulation"], placement.faults)
             if placement.network and meta["link_shaper"] == "wire":
                 meta["link_burst_s"] = wire.BURST_S     # the most of the link's time one frame carries
-            if placement.switch:
+            if placement.switch or placement.topology:     # the switch's and the uplinks' shaper
                 meta["switch_shaper"] = netem.switch_shaper()
             if placement.network and meta["link_shaper"] in netem.QUEUEING_SHAPERS:
                 netem.link_arguments(placement.network, meta["link_shaper"])   # refuses what this host cannot make
         if meta["emulation"] == "namespaces":
             cluster = cleanup.enter_context(vnodes.virtual_cluster(placement.nodes, placement.network, placement.switch,
-                                                                   faults=placement.faults))
+                                                                   faults=placement.faults,
+                                                                   topology=placement.topology))
         plan = plan_launch(installation, placement, str(Path(binary).resolve()), kernel_args,
                            str(partial.resolve()), library_env, cluster=cluster)
     except Unsupported as refusal:

@@ -45,6 +45,9 @@ class VirtualCluster:
     # [{"node": 3, "rate": "10mbit"}, {"link": [1, 4], "delay": "1ms"}]: a node's link, or the path between
     # two nodes, other than network's
     faults: list | None = None
+    # {"leaf_nodes": 4, "uplink": {"rate": "20mbit"}}: nodes on leaf switches (bridges of their own), each
+    # joined to the cluster's bridge (the spine) through an uplink shaped each way at its rate
+    topology: dict | None = None
     cpuset_root: Path | None = field(default=None, repr=False)
 
     @property
@@ -84,6 +87,21 @@ class VirtualCluster:
     @property
     def bridge(self) -> str:
         return f"{self.name}br"
+
+    @property
+    def leaves(self) -> int:
+        return len(self.nodes) // self.topology["leaf_nodes"] if self.topology else 0
+
+    def leaf_bridge(self, leaf: int) -> str:
+        return f"{self.name}l{leaf}"
+
+    def uplink_ends(self, leaf: int) -> tuple[str, str]:
+        """The uplink of leaf `leaf`: its end on the leaf's bridge, and its end on the spine."""
+        return f"{self.name}u{leaf}", f"{self.name}d{leaf}"
+
+    def bridge_of(self, index: int) -> str:
+        """The bridge node `index`'s link joins: its leaf's, or the cluster's one."""
+        return self.leaf_bridge(index // self.topology["leaf_nodes"]) if self.topology else self.bridge
 
     @property
     def switch_device(self) -> str:
@@ -164,7 +182,7 @@ def _free_subnet() -> str:
 
 def plan(nodes: int, network: dict | None = None, switch: dict | None = None,
          cpus: list[tuple[int, ...]] | None = None, host_address: bool = False,
-         hostname: str = "vnode{}", faults: list | None = None) -> VirtualCluster:
+         hostname: str = "vnode{}", faults: list | None = None, topology: dict | None = None) -> VirtualCluster:
     """A cluster's names, addresses and CPUs; nothing is made yet."""
     if not 1 <= nodes <= MAX_NODES:
         raise VirtualNodesError(f"{nodes} virtual nodes: between 1 and {MAX_NODES} can be made")
@@ -176,7 +194,7 @@ def plan(nodes: int, network: dict | None = None, switch: dict | None = None,
         name=PREFIX + secrets.token_hex(3),
         nodes=[VirtualNode(hostname.format(i), f"{subnet}.{i + 1}", tuple(cpus[i])) for i in range(nodes)],
         network=network, switch=switch, host_address=f"{subnet}.254" if host_address else None, faults=faults,
-        cpuset_root=cpuset_root())
+        topology=topology, cpuset_root=cpuset_root())
 
 
 def _settings(fault: dict) -> dict:

@@ -8,7 +8,9 @@ traffic passes). Without it, the node's eth0 is a TAP device held by a wire proc
 wire's `uplink`, in a namespace of its own (`<node's>-link`) where no stack has an address: in the
 node's, the node's own stack would take what arrives on it for the node's address (Linux's weak host
 model), past the wire. A `switch:` rate shapes all traffic that enters the bridge together (every
-node's uplink passes one ifb device), so that pairs of nodes contend for it.
+node's uplink passes one ifb device), so that pairs of nodes contend for it. A `topology:` puts the
+nodes' links on leaf switches (bridges of their own), each joined to the cluster's bridge, the spine,
+through a veth pair whose ends each send at the leaf uplink's rate (the switch's shaper).
 
 The run directory's `owner` file says which process made a cluster. `virtual_cluster()`
 removes everything however its block ends (exception, SIGTERM, SIGHUP); a cluster whose owner
@@ -151,17 +153,15 @@ def _make_network(cluster: VirtualCluster) -> None:
     shaper = netem.shaper("namespaces", cluster.faults) if cluster.network else None
     queueing = shaper in netem.QUEUEING_SHAPERS
     switch_qdisc = netem.switch_arguments(cluster.switch, int(mtu)) if cluster.switch else None
-    # Bridged frames skip the host's packet filter: a FORWARD policy of DROP (Docker's) would
-    # otherwise drop traffic between nodes.
-    _run(["ip", "link", "add", cluster.bridge, "type", "bridge", "nf_call_iptables", "0",
-          "nf_call_ip6tables", "0", "nf_call_arptables", "0"])
-    _run(["ip", "link", "set", cluster.bridge, "mtu", mtu, "up"])
+    _add_bridge(cluster.bridge, mtu)
     if cluster.host_address:
         _run(["ip", "addr", "add", f"{cluster.host_address}/24", "dev", cluster.bridge])
     if cluster.switch:
         _run(["ip", "link", "add", cluster.switch_device, "type", "ifb"])
         _run(["ip", "link", "set", cluster.switch_device, "mtu", mtu, "up"])
         _run(["tc", "qdisc", "add", "dev", cluster.switch_device, "root", *switch_qdisc])
+    for leaf in range(cluster.leaves):
+        _add_leaf(cluster, leaf, mtu)
     for index, node in enumerate(cluster.nodes):
         netns, link = cluster.netns(node), cluster.host_link(index)
         _run(["ip", "netns", "add", netns])
@@ -173,7 +173,7 @@ def _make_network(cluster: VirtualCluster) -> None:
             _run(["ip", "-n", netns + LINK_NETNS, "link", "set", "eth0", "netns", netns])
         else:
             _run(["ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", netns])
-        _run(["ip", "link", "set", link, "master", cluster.bridge, "mtu", mtu, "up"])
+        _run(["ip", "link", "set", link, "master", cluster.bridge_of(index), "mtu", mtu, "up"])
         _run(["ip", "-n", netns, "link", "set", "lo", "up"])
         _run(["ip", "-n", netns, "link", "set", "eth0", "mtu", mtu, "up"])
         if shaper == "wire":   # the node's bursts to its link no longer than the wire may pass whole
@@ -188,6 +188,25 @@ def _make_network(cluster: VirtualCluster) -> None:
             _shape_through("eth0", ("egress", "ingress"), LINK_SHAPER, netns)
         if switch_qdisc:    # what the node sends enters the switch's one shaper
             _shape_through(link, ("ingress",), cluster.switch_device)
+
+
+def _add_bridge(name: str, mtu: str) -> None:
+    # Bridged frames skip the host's packet filter: a FORWARD policy of DROP (Docker's) would
+    # otherwise drop traffic between nodes.
+    _run(["ip", "link", "add", name, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0",
+          "nf_call_arptables", "0"])
+    _run(["ip", "link", "set", name, "mtu", mtu, "up"])
+
+
+def _add_leaf(cluster: VirtualCluster, leaf: int, mtu: str) -> None:
+    """A leaf switch (a bridge of its own) and its uplink to the spine (the cluster's bridge): a veth pair
+    whose two ends each send at the uplink's rate, the leaf's traffic out and the spine's in."""
+    _add_bridge(cluster.leaf_bridge(leaf), mtu)
+    on_leaf, on_spine = cluster.uplink_ends(leaf)
+    _run(["ip", "link", "add", on_leaf, "type", "veth", "peer", "name", on_spine])
+    for end, bridge in ((on_leaf, cluster.leaf_bridge(leaf)), (on_spine, cluster.bridge)):
+        _run(["ip", "link", "set", end, "master", bridge, "mtu", mtu, "up"])
+        _run(["tc", "qdisc", "add", "dev", end, "root", *netem.switch_arguments(cluster.topology["uplink"], int(mtu))])
 
 
 def _start_wire(cluster: VirtualCluster, node, index: int) -> None:

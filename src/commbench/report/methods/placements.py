@@ -2,7 +2,7 @@
 hosts, virtual nodes on one host, or one host's loopback), the transport, the links' rate and MTU, the
 hosts, the environment commbench's launcher set and the CPUs each rank could run on, every one read
 from what the dataset recorded (`emulation`, `transport`, `network_rate`, `mtu`, `link_delay`, `link_loss`,
-`link_shaper`, `switch_rate`, `switch_shaper`, `faults` on the placement; `hosts`, `launch_env`, `cpu_binding` per launch); what it lacks is NOT_RECORDED."""
+`link_shaper`, `switch_rate`, `switch_shaper`, `faults`, `topology` on the placement; `hosts`, `launch_env`, `cpu_binding` per launch); what it lacks is NOT_RECORDED."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def placements_section(facts: _Facts):
     ds = facts.ds
     coords = {name: facts.coord(name, "placement") for name in
               ("nodes", "ppn", "transport", "emulated", "emulation", "network_rate", "mtu", "switch_rate",
-               "link_delay", "link_loss", "link_shaper", "link_burst", "switch_shaper", "faults")}
+               "link_delay", "link_loss", "link_shaper", "link_burst", "switch_shaper", "faults", "topology")}
     items = [f"{placement}: {'; '.join(_placement(facts, placement, {k: v.get(placement) for k, v in coords.items()}))}."
              for placement in (str(p) for p in ds["placement"].values)]
     # A placement no launch of which gave data recorded nothing of how it ran.
@@ -76,10 +76,36 @@ def _placement(facts: _Facts, placement: str, get: dict) -> list[str]:
                                                      else None)
         parts.append(f"every node's link into one emulated switch of {get['switch_rate'] / 1e6:g} Mbit/s, which all "
                      f"pairs of nodes share ({_shaper(switch_shaper)})")
+    tiers = _tiers(get.get("topology"), get["nodes"], get.get("switch_shaper"))
+    if tiers:
+        parts.append(tiers)
     parts.append(f"hosts: {_distinct(facts, 'hosts', placement)}")
     parts.append(f"environment set: {_environment(facts, placement)}")
     parts.append(f"CPUs each rank could run on (rank by rank): {_distinct(facts, 'cpu_binding', placement, ' | ')}")
     return parts
+
+
+def _tiers(recorded, nodes, shaper) -> str:
+    """The leaf switches and their uplinks (the `topology` coordinate, JSON), as Methods says them."""
+    topology = json.loads(recorded) if isinstance(recorded, str) and recorded else {}
+    if not topology:
+        return ""
+    from commbench.launch.netem import rate_bits_per_s
+
+    per_leaf = topology["leaf_nodes"]
+    leaves = [f"vnode{first}-vnode{first + per_leaf - 1}" for first in range(0, int(nodes or 0), per_leaf)]
+    how = UPLINK_SHAPERS.get(shaper, f"shaper: {NOT_RECORDED}")
+    return (f"nodes on {len(leaves) or NOT_RECORDED} leaf switches of {per_leaf} ({', '.join(leaves)}), each joined "
+            f"to one spine through an uplink of {rate_bits_per_s(topology['uplink']['rate']) / 1e6:g} Mbit/s each way "
+            f"({how}), which the leaf's nodes share for what they send to and receive from other leaves")
+
+
+# What each shaper makes of an uplink: one queue each way (commbench.launch.vnodes.lifecycle).
+UPLINK_SHAPERS = {
+    "netem": "shaped by netem each way, which serialises every packet at the rate",
+    "tbf": ("shaped by a token bucket (tbf) each way, which keeps the rate in bulk but passes a burst (1 ms of "
+            "the rate, ten frames at least) after a pause at once"),
+}
 
 
 def _transport(transport) -> str:
