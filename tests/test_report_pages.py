@@ -138,6 +138,20 @@ def pair_campaign(times, kernel="allpairs.isolated", library="mpich-5.0.2", size
     return ds
 
 
+def test_the_pair_heatmap_names_the_groups_of_two_leaf_switches_and_none_of_one():
+    """Eight nodes on two leaves whose uplinks make every pair across them 1.8 times slower: the heatmap's
+    caption names the two groups; one switch's matrix names none."""
+    leaves = [0, 0, 0, 0, 1, 1, 1, 1]
+    captions = {}
+    for name, plants in (("two", {"groups": leaves, "across": 1.8}), ("one", {})):
+        times = syn.pair_times(8, 4, time_s=8192 / 100e6, seed=5, **plants)
+        [figure] = [item for item in all_figures(ReportData(pair_campaign(times))) if item.name.startswith("pairs-")]
+        captions[name] = figure.caption
+    assert ("Nodes that share a switch, from the matrix (5% level, beyond 10%): 2 groups: vnode0 vnode1 vnode2 "
+            "vnode3, vnode4 vnode5 vnode6 vnode7; pairs across groups 8") in captions["two"], captions["two"]
+    assert "share a switch" not in captions["one"]
+
+
 def test_fan_kernels_get_their_own_figure_and_no_pair_matrix():
     """fan.in times each other rank with rank 0 only: its pair times make no node-by-node matrix (no
     heatmap, no slow node named from one column), and its aggregate bandwidth gets the figure of many

@@ -156,6 +156,16 @@ class CommbenchAccessor:
         times, nodes = node_pair_times(self._ds, library, placement, kernel, size)
         return find_slow_nodes_and_links(times, nodes, **options)
 
+    def groups(self, library: str, placement: str, kernel: str, size: int, **options):
+        """Groups of nodes that share a switch, seen by an all-pairs kernel at one size (its launches the
+        repetitions): pairs across groups slower than pairs within them beyond what the nodes explain (a
+        NodeGroups; `.named()` reads it). `options` go to find_groups (confidence, min_effect, min_group);
+        see commbench.analysis.network.groups for the method."""
+        from commbench.analysis.network import find_groups, node_pair_times
+
+        times, nodes = node_pair_times(self._ds, library, placement, kernel, size)
+        return find_groups(times, nodes, **options)
+
     def guidelines(self, **options):
         """Measurements that the same library's other measurements contradict beyond noise (time
         that drops with size, a collective slower than a mock-up of simpler calls, Ssend faster than

@@ -44,6 +44,14 @@ def quiet_nanmedian(values, axis):
         return np.nanmedian(values, axis=axis)
 
 
+def quiet_nanmean(values, axis):
+    """Mean ignoring NaN; an all-NaN slice gives NaN without a warning (a rank and itself in a matrix
+    of pair times)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Mean of empty slice", category=RuntimeWarning)
+        return np.nanmean(values, axis=axis)
+
+
 POINT_STATISTICS = {
     "median": "median of the point's samples",
     "mean": "mean of the point's samples",

@@ -311,10 +311,12 @@ class PairNoise:
 
 
 def pair_times(n_nodes: int, repetitions: int, time_s: float = 1e-3, noise: PairNoise = PairNoise(),
-               slow_nodes: dict | None = None, slow_links: dict | None = None, seed: int = 0) -> np.ndarray:
+               slow_nodes: dict | None = None, slow_links: dict | None = None, groups: list | None = None,
+               across: float = 1.0, seed: int = 0) -> np.ndarray:
     """Pair times (n, n, repetitions), NaN on the diagonal, with planted faults: `slow_nodes`
     {node: factor} multiplies every pair through the node, `slow_links` {(a, b): factor} the pair
-    both ways."""
+    both ways; and switches: `groups` (one label per node: its leaf) multiplies every pair of nodes in
+    different groups by `across` (what their uplinks cost them)."""
     rng = np.random.default_rng(seed)
     n = n_nodes
     node = 1 + noise.node_relative * rng.standard_normal(n)
@@ -322,6 +324,9 @@ def pair_times(n_nodes: int, repetitions: int, time_s: float = 1e-3, noise: Pair
     repetition = 1 + noise.repetition_relative * np.abs(rng.standard_normal(repetitions))
     times = time_s * (node[:, None] * node[None, :] * pair)[:, :, None] * repetition[None, None, :]
     times = times * (1 + noise.relative * rng.standard_normal((n, n, repetitions)))
+    if groups is not None:
+        labels = np.asarray(groups)
+        times = times * np.where(labels[:, None] != labels[None, :], across, 1.0)[:, :, None]
     for k, factor in (slow_nodes or {}).items():
         times[k, :, :] *= factor
         times[:, k, :] *= factor

@@ -8,7 +8,7 @@ import hvplot.pandas  # noqa: F401  (registers DataFrame.hvplot)
 import numpy as np
 import pandas as pd
 
-from commbench.analysis.network import MIN_NODES, find_slow_nodes_and_links, node_pair_times
+from commbench.analysis.network import MIN_NODES, find_groups, find_slow_nodes_and_links, node_pair_times
 from commbench.data.kernels import kernel_tags
 from commbench.data.samples import quiet_nanmedian
 from commbench.report.analysis_table import ReportData
@@ -25,6 +25,17 @@ def _matrix_rows(times: np.ndarray, nodes: list[str], size: int) -> pd.DataFrame
     rows = [{"source": nodes[a], "destination": nodes[b], "bandwidth_MBps": size / median[a, b] / 1e6}
             for a in range(len(nodes)) for b in range(len(nodes))]
     return pd.DataFrame(rows)
+
+
+def _groups(times: np.ndarray, nodes: list[str]) -> str:
+    """The groups of nodes that share a switch, as the caption says them (none said where one group)."""
+    if times.shape[2] < 2 or len(nodes) < 4:
+        return ""
+    found = find_groups(times, nodes)
+    if len(found.groups) < 2:
+        return ""
+    return (f" Nodes that share a switch, from the matrix ({1 - found.confidence:.0%} level, beyond "
+            f"{found.min_effect:.0%}): {found.named()}; slow links below are named as if on one switch.")
 
 
 def _findings(times: np.ndarray, nodes: list[str]) -> str:
@@ -59,7 +70,7 @@ def pair_matrices(data: ReportData) -> list:
                 caption = (f"Bandwidth from each source node (rows) to each destination node (columns) at "
                            f"{format_size(size)}, the median over the launches of each pair's median message time "
                            f"({data.ds['metric'].sel(kernel=kernel).item().split(';')[0]})."
-                           + _findings(times, nodes) + data.window_note([kernel]))
+                           + _groups(times, nodes) + _findings(times, nodes) + data.window_note([kernel]))
 
                 def build(rows=rows, title=title):
                     # hvPlot gives each backend (Bokeh's hover, matplotlib's static copy) its own options.

@@ -89,9 +89,11 @@ def _biweight_fit(y: np.ndarray, design: np.ndarray, start: np.ndarray) -> np.nd
     return coefficients
 
 
-def _node_and_pair_effects(log_times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _node_and_pair_effects(log_times: np.ndarray, robust: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """One repetition (n, n) of log times, NaN where not measured: node effects against the median
-    node (n,) and what each pair leaves (n, n) once m and both nodes' effects are taken out."""
+    node (n,) and what each pair leaves (n, n) once m and both nodes' effects are taken out. `robust`:
+    Tukey's biweight (one slow link must not pass for its nodes); else least squares, which takes a
+    block of slow pairs (every pair across two switches) as the block, not as some nodes' effects."""
     n = log_times.shape[0]
     sources, destinations = np.nonzero(np.isfinite(log_times))
     design = np.zeros((sources.size, n + 1))
@@ -107,7 +109,8 @@ def _node_and_pair_effects(log_times: np.ndarray) -> tuple[np.ndarray, np.ndarra
     start_nodes = through - np.median(through)
     start_nodes -= start_nodes.mean()
     start_level = np.nanmedian(log_times - start_nodes[:, None] - start_nodes[None, :])
-    coefficients = _biweight_fit(y, design, np.r_[start_level, start_nodes])
+    coefficients = (_biweight_fit(y, design, np.r_[start_level, start_nodes]) if robust
+                    else np.linalg.lstsq(design, y, rcond=None)[0])
     level, nodes = coefficients[0], coefficients[1:]
     residual = np.full((n, n), np.nan)
     residual[sources, destinations] = log_times[sources, destinations] - level - nodes[sources] - nodes[destinations]

@@ -1,0 +1,74 @@
+"""Groups of nodes that share a switch, recovered from all-pairs times with planted leaves (synthetic
+ground truth): nodes assigned to leaves at random, pairs across leaves slower by what an oversubscribed
+uplink costs; the groups found must be exactly the leaves, and a cluster of one switch, with or
+without a slow node or link, must stay one group."""
+
+import re
+
+import numpy as np
+import pytest
+
+from commbench.analysis.network import find_groups
+from commbench.data import synthetic as syn
+
+NAMES = [f"vnode{k}" for k in range(16)]
+
+
+def planted(n_nodes: int, leaves: int, seed: int) -> list[int]:
+    """A leaf per node, `leaves` leaves of equal size, nodes dealt to them at random."""
+    labels = np.repeat(np.arange(leaves), n_nodes // leaves)
+    return np.random.default_rng(seed).permutation(labels).tolist()
+
+
+def groups_of(labels) -> list[list[str]]:
+    members = sorted(([k for k in range(len(labels)) if labels[k] == leaf] for leaf in set(labels)), key=min)
+    return [[NAMES[k] for k in group] for group in members]
+
+
+@pytest.mark.parametrize("n_nodes, leaves, repetitions", [(8, 2, 5), (8, 2, 3), (12, 3, 5), (16, 4, 5), (16, 2, 3)])
+@pytest.mark.parametrize("across", [1.3, 2.5])
+def test_planted_leaves_are_found_exactly(n_nodes, leaves, repetitions, across):
+    for seed in range(10):
+        labels = planted(n_nodes, leaves, seed)
+        found = find_groups(syn.pair_times(n_nodes, repetitions, groups=labels, across=across, seed=seed),
+                            NAMES[:n_nodes])
+        assert found.groups == groups_of(labels), (seed, found.merges)
+        # The pairs across the groups read the planted cost of crossing, within the few percent by which
+        # pairs and nodes differ once and for all (their interval is the repetitions' alone).
+        assert abs((1 + found.across["effect"]) / across - 1) < 0.03, (seed, found.across)
+
+
+@pytest.mark.parametrize("plants", [{}, {"slow_nodes": {3: 1.6}}, {"slow_links": {(1, 5): 1.8}},
+                                    {"slow_nodes": {2: 1.5, 6: 1.5}}],
+                         ids=["clean", "slow-node", "slow-link", "two-slow-nodes"])
+def test_one_switch_stays_one_group_whatever_else_is_slow(plants):
+    """A slow node is a node effect and a slow link one pair: neither makes a group, nor does noise."""
+    for seed in range(20):
+        found = find_groups(syn.pair_times(8, 5, seed=seed, **plants), NAMES[:8])
+        assert found.groups == [NAMES[:8]], (seed, found.merges)
+        assert found.named() == "one group: no two sets of its nodes are apart"
+
+
+def test_a_crossing_cost_below_min_effect_makes_no_groups_and_one_above_does():
+    labels = planted(8, 2, 0)
+    quiet = syn.PairNoise(relative=0.01, pair_relative=0, node_relative=0, repetition_relative=0.05)
+    small = find_groups(syn.pair_times(8, 5, noise=quiet, groups=labels, across=1.05, seed=1), NAMES[:8])
+    large = find_groups(syn.pair_times(8, 5, noise=quiet, groups=labels, across=1.2, seed=1), NAMES[:8])
+    assert len(small.groups) == 1 and large.groups == groups_of(labels)
+
+
+def test_the_groups_read_as_a_sentence():
+    labels = [0, 0, 0, 0, 1, 1, 1, 1]
+    found = find_groups(syn.pair_times(8, 5, groups=labels, across=2.0, seed=3), NAMES[:8])
+    assert re.fullmatch(r"2 groups: vnode0 vnode1 vnode2 vnode3, vnode4 vnode5 vnode6 vnode7; pairs across groups "
+                        r"(9\d|1\d\d)% slower than within \[\+\d+%, \+\d+%\] \(p = \S+\)", found.named()), found.named()
+
+
+@pytest.mark.parametrize("times, message", [
+    (np.ones((4, 4)), "must be \\(n, n, repetitions\\)"),
+    (np.ones((4, 4, 1)), "at least two repetitions"),
+    (-np.ones((4, 4, 2)), "must be positive"),
+])
+def test_bad_input_says_what_is_wrong(times, message):
+    with pytest.raises(ValueError, match=message):
+        find_groups(times)
