@@ -211,16 +211,19 @@ def test_each_placement_is_described_as_its_launches_recorded_it(tmp_path):
     # What each family's launches set where nothing is forced: none for MPICH, root's permission for Open MPI.
     assert f"environment set: mpich-5.0.2: none; openmpi-5.0.11: {environment('openmpi', '')}" in items["2N1P"]
     text = methods_markdown(ds)
-    assert "Emulated placements (2N1P, 2N1P-1g, 4N1P-sw, 2N1P-wire, 4N1P-leaves): their nodes were virtual nodes on one host" in text
+    assert ("Emulated placements (2N1P, 2N1P-1g, 4N1P-sw, 2N1P-wire, 4N1P-leaves): their nodes were virtual nodes on "
+            "one host") in text
     assert "Emulated placements (2N1P-lo, 2N1P-lo-1g): their nodes shared one host" in text
 
 
 def test_real_hosts_and_placements_that_gave_nothing(tmp_path):
     """On a cluster the launches record the network between real hosts; a placement none of whose
     launches gave data says that how it ran is not recorded, not what it would have been."""
-    kinds = {name: KINDS[name] for name in ("1N2P", "2N1P", "4N1P-sw")}
+    kinds = {name: KINDS[name] for name in ("1N2P", "2N1P", "4N1P-sw", "4N1P-leaves")}
     ds = recorded_dataset(tmp_path, kinds, real_hosts=True, failed=("4N1P-sw",))
     items = placement_items(ds)
+    # The campaign asked for leaf switches; real hosts had the site's network, which Methods does not invent.
+    assert "on separate hosts" in items["4N1P-leaves"] and "leaf switches" not in items["4N1P-leaves"]
     assert "on separate hosts; transport: the network between them" in items["2N1P"]
     assert "hosts: node0,node1;" in items["2N1P"] and "emulated" not in items["2N1P"]
     assert items["4N1P-sw"] == f"4N1P-sw: 4 node(s) x 1 ranks per node; no launch gave data, so how it ran is " \

@@ -76,7 +76,8 @@ def _placement(facts: _Facts, placement: str, get: dict) -> list[str]:
                                                      else None)
         parts.append(f"every node's link into one emulated switch of {get['switch_rate'] / 1e6:g} Mbit/s, which all "
                      f"pairs of nodes share ({_shaper(switch_shaper)})")
-    tiers = _tiers(get.get("topology"), get["nodes"], get.get("switch_shaper"))
+    # Leaf switches are made of virtual nodes only: a placement that ran on real hosts had the site's.
+    tiers = _tiers(get.get("topology"), get["nodes"], get.get("switch_shaper")) if emulation == "namespaces" else ""
     if tiers:
         parts.append(tiers)
     parts.append(f"hosts: {_distinct(facts, 'hosts', placement)}")
