@@ -28,6 +28,7 @@ from commbench.io.raw import read_raw
 from commbench.launch import netem
 from commbench.launch.placement import Placement
 from commbench.launch.run import run_launch
+from commbench.launch.supervision import stop_when_told
 
 REPO = Path(__file__).resolve().parent.parent
 LIBRARIES = ("mpich-5.0.2", "openmpi-5.0.11")
@@ -59,6 +60,9 @@ def measure(workspace: Path, library: str, network: dict, sizes: list[int], laun
 
 
 def main() -> int:
+    # SIGTERM (or the end of what started this) stops the launch under way, which then removes what it made:
+    # killed as it waited for the machine, a launch of this script left its scratch folder in /tmp.
+    stop_when_told()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workspace", type=Path, default=REPO, help="where build/ holds the environments and kernels")
     parser.add_argument("--launches", type=int, default=2)
