@@ -52,12 +52,12 @@ void fan_teardown(struct cb_context *ctx)
     free(fan->tokens);
 }
 
-/* Rank 0: polls `requests`, (ranks - 1) blocks of `per_rank`, the first rank 1's, then rank 2's, ...;
- * as a rank's block completes, the time since `started` per message of its
- * window goes into its pair time (`into`: rank 0 is the destination, else the source). Returns the time
- * the last block completed, since `started`. */
+/* Rank 0: polls `requests`, (ranks - 1) blocks of `per_rank`, the first rank 1's, then rank 2's, ...; as a
+ * rank's block completes, the time since `started` per message of its window goes into its pair time: 0 -> r
+ * where rank 0 sent (`outward`), r -> 0 where it received. Returns when the last block completed, since
+ * `started`. */
 static double time_each_rank(struct cb_context *ctx, struct fan *fan, MPI_Request *requests, int per_rank,
-                             double started, int into)
+                             double started, int outward)
 {
     int nprocs = ctx->nprocs, window = ctx->params.window, left = nprocs - 1, done = 0;
     double last = 0;
@@ -72,7 +72,7 @@ static double time_each_rank(struct cb_context *ctx, struct fan *fan, MPI_Reques
         for (int j = 0; j < done; j++) {
             int r = 1 + fan->indices[j] / per_rank;
             if (--fan->outstanding[r]) continue;
-            ctx->pair_times[into ? 0 * nprocs + r : r * nprocs + 0] += now / window;
+            ctx->pair_times[outward ? 0 * nprocs + r : r * nprocs + 0] += now / window;
             last = now;
             left--;
         }

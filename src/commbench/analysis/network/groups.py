@@ -64,7 +64,7 @@ def find_groups(times, nodes=None, *, confidence: float = 0.95, min_effect: floa
         raise ValueError(f"times must be (n, n, repetitions), got shape {times.shape}")
     n, _, repetitions = times.shape
     if repetitions < 2:
-        raise ValueError("groups need at least two repetitions (launches or rounds) to test their splits")
+        raise ValueError("groups need at least two repetitions (launches or rounds) to test their joins")
     if np.any(times[np.isfinite(times)] <= 0):
         raise ValueError("pair times must be positive")
     names = [str(name) for name in (nodes if nodes is not None else range(n))]
