@@ -139,16 +139,21 @@ def pair_campaign(times, kernel="allpairs.isolated", library="mpich-5.0.2", size
 
 
 def test_the_pair_heatmap_names_the_groups_of_two_leaf_switches_and_none_of_one():
-    """Eight nodes on two leaves whose uplinks make every pair across them 1.8 times slower: the heatmap's
-    caption names the two groups; one switch's matrix names none."""
+    """Eight nodes on two leaves whose uplinks make every pair across them 1.8 times slower, and one link
+    across 1.5 times as slow besides: the heatmap's caption names the two groups, and that link alone
+    beyond them; one switch's matrix names none."""
     leaves = [0, 0, 0, 0, 1, 1, 1, 1]
     captions = {}
-    for name, plants in (("two", {"groups": leaves, "across": 1.8}), ("one", {})):
+    for name, plants in (("two", {"groups": leaves, "across": 1.8, "slow_links": {(1, 6): 1.5}}), ("one", {})):
         times = syn.pair_times(8, 4, time_s=8192 / 100e6, seed=5, **plants)
         [figure] = [item for item in all_figures(ReportData(pair_campaign(times))) if item.name.startswith("pairs-")]
         captions[name] = figure.caption
     assert ("Nodes that share a switch, from the matrix (5% level, beyond 10%): 2 groups: vnode0 vnode1 vnode2 "
             "vnode3, vnode4 vnode5 vnode6 vnode7; pairs across groups 8") in captions["two"], captions["two"]
+    assert "slow links below are named beyond the crossing between them" in captions["two"]
+    named = captions["two"].split("false discovery rate): ")[1].split(". ")[0]    # findings are "; "-separated
+    assert named.startswith("vnode1 - vnode6: 5") and ";" not in named, named
+    assert named.endswith("beyond its nodes and the crossing between their switches")
     assert "share a switch" not in captions["one"]
 
 

@@ -149,8 +149,9 @@ class CommbenchAccessor:
     def pairs(self, library: str, placement: str, kernel: str, size: int, **options):
         """Slow nodes and links seen by an all-pairs kernel (allpairs.*) at one size, its launches the
         repetitions: node effects and link effects with intervals and which are named (a PairFindings;
-        `.named()` reads them as sentences). `options` go to find_slow_nodes_and_links (confidence,
-        min_effect); see commbench.analysis.network for the method."""
+        `.named()` reads them as sentences). `options` go to find_slow_nodes_and_links (groups: those
+        of .groups() on a tree of switches; confidence, min_effect); see commbench.analysis.network
+        for the method."""
         from commbench.analysis.network import find_slow_nodes_and_links, node_pair_times
 
         times, nodes = node_pair_times(self._ds, library, placement, kernel, size)
@@ -159,7 +160,7 @@ class CommbenchAccessor:
     def groups(self, library: str, placement: str, kernel: str, size: int, **options):
         """Groups of nodes that share a switch, seen by an all-pairs kernel at one size (its launches the
         repetitions): pairs across groups slower than pairs within them beyond what the nodes explain (a
-        NodeGroups; `.named()` reads it). `options` go to find_groups (confidence, min_effect, min_group);
+        NodeGroups; `.named()` reads it). `options` go to find_groups (confidence, min_effect);
         see commbench.analysis.network.groups for the method."""
         from commbench.analysis.network import find_groups, node_pair_times
 

@@ -27,23 +27,35 @@ def _matrix_rows(times: np.ndarray, nodes: list[str], size: int) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def _groups(times: np.ndarray, nodes: list[str]) -> str:
-    """The groups of nodes that share a switch, as the caption says them (none said where one group)."""
+def _groups(times: np.ndarray, nodes: list[str]):
+    """The groups of nodes that share a switch (a NodeGroups), where two or more are found."""
     if times.shape[2] < 2 or len(nodes) < 4:
-        return ""
+        return None
     found = find_groups(times, nodes)
-    if len(found.groups) < 2:
+    return found if len(found.groups) >= 2 else None
+
+
+def _groups_sentence(groups) -> str:
+    if groups is None:
         return ""
-    return (f" Nodes that share a switch, from the matrix ({1 - found.confidence:.0%} level, beyond "
-            f"{found.min_effect:.0%}): {found.named()}; slow links below are named as if on one switch.")
+    judged = ("slow links below are named beyond the crossing between them" if _tellable(groups)
+              else "a node alone in its group: slow links below are named as if on one switch")
+    return (f" Nodes that share a switch, from the matrix ({1 - groups.confidence:.0%} level, beyond "
+            f"{groups.min_effect:.0%}): {groups.named()}; {judged}.")
 
 
-def _findings(times: np.ndarray, nodes: list[str]) -> str:
-    """What the launches name, as the caption says it."""
+def _tellable(groups) -> bool:
+    """Whether the crossings between the groups can be told from their nodes: two nodes to a group at least."""
+    return groups is not None and all(len(group) >= 2 for group in groups.groups)
+
+
+def _findings(times: np.ndarray, nodes: list[str], groups=None) -> str:
+    """What the launches name, as the caption says it: links beyond the crossing between `groups` where
+    each has two nodes or more."""
     if len(nodes) < MIN_NODES or times.shape[2] < 2:
         return (f" Slow nodes and links are named from {MIN_NODES} nodes and two launches on; this has "
                 f"{len(nodes)} nodes and {times.shape[2]} launch(es).")
-    found = find_slow_nodes_and_links(times, nodes)
+    found = find_slow_nodes_and_links(times, nodes, groups=groups.groups if _tellable(groups) else None)
     named = found.named()
     return (f" Named over its {found.repetitions} launches (changes significantly beyond {found.min_effect:.0%}, "
             f"{1 - found.confidence:.0%} false discovery rate): "
@@ -66,11 +78,12 @@ def pair_matrices(data: ReportData) -> list:
                 size = max(sizes)
                 times, nodes = node_pair_times(ds, library, placement, kernel, size)
                 rows = _matrix_rows(times, nodes, size)
+                groups = _groups(times, nodes)
                 title = f"{kernel}, {library}, {placement}: every pair's bandwidth"
                 caption = (f"Bandwidth from each source node (rows) to each destination node (columns) at "
                            f"{format_size(size)}, the median over the launches of each pair's median message time "
                            f"({data.ds['metric'].sel(kernel=kernel).item().split(';')[0]})."
-                           + _groups(times, nodes) + _findings(times, nodes) + data.window_note([kernel]))
+                           + _groups_sentence(groups) + _findings(times, nodes, groups) + data.window_note([kernel]))
 
                 def build(rows=rows, title=title):
                     # hvPlot gives each backend (Bokeh's hover, matplotlib's static copy) its own options.
