@@ -231,7 +231,9 @@ def test_two_leaves_carry_a_pair_at_its_links_rate_within_a_leaf_and_at_the_upli
     """Four virtual nodes on 50 Mbit/s links, two to a leaf switch, the leaves joined through uplinks of
     20 Mbit/s (an oversubscribed fat tree in miniature). One pair at a time: a pair on one leaf reads its
     links' rate, a pair across the leaves the uplink's. A bisection: a matching within the leaves moves four
-    links' worth, one across them two uplinks' worth (each way of the uplink, shared by the two pairs)."""
+    links' worth, one across them two uplinks' worth (each way of the uplink, shared by the two pairs). A
+    fan-in to vnode0: the two senders on the other leaf share its uplink and together move the uplink's worth
+    (vnode0's own link has room for it and for its leaf mate's window beside it)."""
     if reason := vnodes.unavailable_reason():
         pytest.skip(reason)
     link, uplink, size = {"rate": "50mbit", "mtu": 1500}, {"rate": "20mbit"}, 2**16
@@ -260,3 +262,13 @@ def test_two_leaves_carry_a_pair_at_its_links_rate_within_a_leaf_and_at_the_upli
         expected = 4 * per_link if leaf[partner] == leaf[0] else 2 * per_uplink
         print(f"bisection, rank 0 with {partner}: {4 * size / sample / 1e6:.2f} MB/s ({expected / 1e6:.2f} expected)")
         assert abs(4 * size / sample / expected - 1) < 0.10, partner
+
+    result = launch(workspace, LIBRARIES[0], placement, ["fan.in", *timing], tmp_path)
+    assert result.status == "ok", result.launch.get("console_tail")
+    point = next(point for point in result.points if point.size == size)
+    finish = np.median(point.pair_times_s[:, 1:, 0], axis=0)    # ranks 1-3: each window's end, per message
+    across = 2 * size / finish[1:].max()                        # ranks 2 and 3, through the uplink
+    print(f"fan-in to vnode0: vnode1 {size / finish[0] / 1e6:.2f} MB/s, vnode2 and vnode3 "
+          f"{across / 1e6:.2f} MB/s together ({per_uplink / 1e6:.2f} expected)")
+    assert abs(across / per_uplink - 1) < 0.10
+    assert finish[0] < finish[1:].min()        # the leaf mate's window is not held behind the uplink
