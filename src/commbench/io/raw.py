@@ -19,8 +19,12 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+# numpy is imported where samples are parsed, not here: every launch job of a campaign imports this module
+# (for its constants and its check of the kernel's output), and numpy was 0.11 s of each one's start.
 
 
 RAW_SCHEMA = 1                 # the version of the records this package writes
@@ -193,6 +197,8 @@ def _pair_times(pairs, samples: int) -> np.ndarray | None:
     flat = [value for matrix in pairs for value in matrix]
     if not set(map(type, flat)) <= {float, int, type(None)}:
         return None
+    import numpy as np
+
     values = np.array([np.nan if value is None else value for value in flat], dtype=np.float64)
     timed = values[np.isfinite(values)]
     if np.isinf(values).any() or (timed <= 0).any():
@@ -217,6 +223,8 @@ def _finite_numbers(values: list) -> np.ndarray | None:
     holds hundreds of millions of samples."""
     if not set(map(type, values)) <= {float, int}:       # bools, strings, null, lists...
         return None
+    import numpy as np
+
     try:
         numbers = np.asarray(values, dtype=np.float64)
     except OverflowError:                                # an integer too large for a double
