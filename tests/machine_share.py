@@ -1,9 +1,10 @@
-"""How tests share the machine when `make test` runs two at once (pytest-xdist, `-n 2`).
+"""How tests share the machine when `make test` runs several at once (pytest-xdist, `-n 3`).
 
 Most of the suite waits more than it computes (a workflow polling its jobs, a hung launch's timeout,
-Slurm's scheduler, a notebook's kernel starting): run one at a time on two cores it kept one of them
-busy on average (21 CPU-minutes in 21 minutes). Two kinds of test must not have a neighbour, and are
-marked `alone`:
+Slurm's scheduler, a notebook's kernel starting, another test's launch holding the machine's lock):
+run one at a time on two cores it kept one of them busy on average (21 CPU-minutes in 21 minutes);
+two at a time used 1.55 of the two cores beside each other, three 1.64 (and ended 150 s sooner).
+Two kinds of test must not have a neighbour, and are marked `alone`:
 
 - tests that time something and check a ratio of two measurements (a protocol switch, a link's
   rate, a clock's drift): a neighbour's load on the other core would be in their numbers;
@@ -12,7 +13,7 @@ marked `alone`:
 
 Each test takes a reader-writer lock for its whole run (set-up, call, tear-down): shared by default,
 exclusive when marked `alone`. An exclusive holder first closes a gate that new shared tests pass
-through, so that it waits for the neighbour's current test only, not for its whole queue.
+through, so that it waits for the neighbours' current tests only, not for their whole queues.
 
 Tests are sent to the workers in groups (xdist's scope scheduling, with this module's groups):
 - the `alone` tests together and first, run in a row by one worker that keeps the lock between them;
@@ -196,7 +197,7 @@ class MachineShare:
         if alone:
             if not self.exclusive:          # kept from the previous `alone` test otherwise
                 fcntl.flock(self.gate, fcntl.LOCK_EX)   # no new shared test starts beside us
-                fcntl.flock(self.lock, fcntl.LOCK_EX)   # the neighbour's current test has ended
+                fcntl.flock(self.lock, fcntl.LOCK_EX)   # the neighbours' current tests have ended
                 self.exclusive = True
         else:
             fcntl.flock(self.gate, fcntl.LOCK_SH)       # waits while an `alone` test waits or runs
