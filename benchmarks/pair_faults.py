@@ -136,8 +136,7 @@ def measured(workspace: Path, kinds=KINDS) -> int:
                 groups = find_groups(times, NODES)
                 expected = [NODES[:4], NODES[4:]] if topology else [NODES]
                 wrong += groups.groups != expected
-                tellable = len(groups.groups) > 1 and all(len(group) > 1 for group in groups.groups)
-                found = find_slow_nodes_and_links(times, NODES, groups=groups.groups if tellable else None)
+                found = find_slow_nodes_and_links(times, NODES, groups=groups.for_links)
                 if topology:     # nothing planted but the leaves: nothing named beyond them
                     wrong += bool(found.named())
                     print(f"  {kind:9} {' | '.join(' '.join(group) for group in expected)} -> {groups.named()}; "

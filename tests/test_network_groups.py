@@ -104,6 +104,12 @@ def test_without_its_groups_a_tree_reads_as_slow_links_across():
     assert truth == ([], []) and len(named[1]) >= 8
 
 
+def test_one_group_of_every_node_is_one_switch():
+    times = syn.pair_times(8, 5, seed=2, slow_links={(1, 5): 1.5})
+    alone, grouped = (find_slow_nodes_and_links(times, NAMES[:8], groups=groups) for groups in (None, [NAMES[:8]]))
+    assert alone.links.equals(grouped.links) and alone.nodes.equals(grouped.nodes)
+
+
 def test_a_group_of_one_node_is_refused():
     times = syn.pair_times(8, 3, seed=0)
     with pytest.raises(ValueError, match="fewer than two nodes"):

@@ -38,15 +38,10 @@ def _groups(times: np.ndarray, nodes: list[str]):
 def _groups_sentence(groups) -> str:
     if groups is None:
         return ""
-    judged = ("slow links below are named beyond the crossing between them" if _tellable(groups)
+    judged = ("slow links below are named beyond the crossing between them" if groups.for_links
               else "a node alone in its group: slow links below are named as if on one switch")
     return (f" Nodes that share a switch, from the matrix ({1 - groups.confidence:.0%} level, beyond "
             f"{groups.min_effect:.0%}): {groups.named()}; {judged}.")
-
-
-def _tellable(groups) -> bool:
-    """Whether the crossings between the groups can be told from their nodes: two nodes to a group at least."""
-    return groups is not None and all(len(group) >= 2 for group in groups.groups)
 
 
 def _findings(times: np.ndarray, nodes: list[str], groups=None) -> str:
@@ -55,7 +50,7 @@ def _findings(times: np.ndarray, nodes: list[str], groups=None) -> str:
     if len(nodes) < MIN_NODES or times.shape[2] < 2:
         return (f" Slow nodes and links are named from {MIN_NODES} nodes and two launches on; this has "
                 f"{len(nodes)} nodes and {times.shape[2]} launch(es).")
-    found = find_slow_nodes_and_links(times, nodes, groups=groups.groups if _tellable(groups) else None)
+    found = find_slow_nodes_and_links(times, nodes, groups=groups.for_links if groups else None)
     named = found.named()
     return (f" Named over its {found.repetitions} launches (changes significantly beyond {found.min_effect:.0%}, "
             f"{1 - found.confidence:.0%} false discovery rate): "

@@ -42,6 +42,12 @@ class NodeGroups:
     confidence: float
     min_effect: float
 
+    @property
+    def for_links(self) -> list[list[str]] | None:
+        """The groups that slow links are judged beyond (find_slow_nodes_and_links' `groups`): None where
+        there is one group, or a group of one node (its crossings and its own effect are one)."""
+        return self.groups if len(self.groups) > 1 and all(len(group) > 1 for group in self.groups) else None
+
     def named(self) -> str:
         """The groups in words, with what sets them apart."""
         if len(self.groups) < 2:

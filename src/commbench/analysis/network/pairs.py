@@ -9,7 +9,8 @@ where u_k is node k's effect on every pair through it (a slow node slows its row
 alike: its link, its NIC, its CPU) and r_ij is what the two nodes do not explain (a slow link or
 path between them). On a tree of switches, with the groups of nodes that share one given
 (commbench.analysis.network.groups), the model has a term more, c_gh, for every pair of nodes in
-groups g and h (g != h): what crossing between those switches costs, which no link is to blame for. The model is fitted to each repetition on its own, robustly (Tukey's biweight:
+groups g and h (g != h): what crossing between those switches costs, which no link is to blame
+for. The model is fitted to each repetition on its own, robustly (Tukey's biweight:
 a slow link must not pass for a slow node), node effects are measured against the median node, and
 the repetitions' spread gives each effect its interval, as compare treats launches. A node or link
 is named when its effect is significantly larger than `min_effect`, either way, after false
@@ -61,7 +62,8 @@ class PairFindings:
         for _, row in self.nodes[self.nodes["named"]].iterrows():
             lines.append(f"{row['node']}: every pair through it {_describe(row)}")
         for _, row in self.links[self.links["named"]].iterrows():
-            beyond = "its nodes and the crossing between their switches" if self.groups else "its nodes"
+            beyond = ("its nodes and the crossing between their switches" if self.groups and len(self.groups) > 1
+                      else "its nodes")
             lines.append(f"{row['a']} - {row['b']}: {_describe(row)} beyond {beyond}")
         return lines
 
@@ -98,7 +100,8 @@ def _crossings(labels: np.ndarray, sources: np.ndarray, destinations: np.ndarray
     count = int(labels.max()) + 1
     low = np.minimum(labels[sources], labels[destinations])
     high = np.maximum(labels[sources], labels[destinations])
-    return np.column_stack([(low == g) & (high == h) for g in range(count) for h in range(g + 1, count)]).astype(float)
+    columns = [(low == g) & (high == h) for g in range(count) for h in range(g + 1, count)]
+    return np.column_stack(columns).astype(float) if columns else np.zeros((sources.size, 0))
 
 
 def _node_and_pair_effects(log_times: np.ndarray, robust: bool = True,
