@@ -1,7 +1,8 @@
 """workflow/profiles/slurm end to end: a tiny campaign through a real Slurm controller and nodes on
 this host (virtual nodes, tests/slurm_cluster.py), whose dataset must have the shape of the same
-campaign run without Slurm, its two-node placement a real two-node allocation; and a workflow
-stopped during an allocation leaves no job, step or process behind."""
+campaign run without Slurm, its two-node placement a real two-node allocation; an all-pairs kernel
+times every pair of a three-node allocation; and a workflow stopped during an allocation leaves no job,
+step or process behind."""
 
 import os
 import re
@@ -14,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from commbench.analysis.network import node_pair_times
 from commbench.launch import vnodes
 from commbench import open_campaign
 from commbench.campaign import Campaign, load_campaign
@@ -229,3 +231,40 @@ def test_a_workflow_stopped_during_an_allocation_leaves_nothing_behind(workspace
     assert not left, "\n".join(left) + "\n" + output[-3000:]
     # No virtual nodes of a launch are left: every cluster made since is gone or still has its owner.
     assert not [name for name in vnodes.existing_clusters() - before if vnodes.owner_of(name) is None]
+
+
+NETWORK_CAMPAIGN = textwrap.dedent("""
+    campaign: fabric
+    libraries:
+      mpich-5.0.2: {mpi: mpich-5.0.2}
+    placements:
+      - {name: 3N1P, nodes: 3, ppn: 1}
+    kernels:
+      allpairs.isolated: {sizes: {list: [8Ki]}}
+    launches: 1
+    precision: {rse: 0.1, min_samples: 3, max_samples: 20, max_point_time: 0.5}
+    timeout: 120
+""")
+
+
+def test_an_all_pairs_kernel_times_every_pair_of_a_three_node_allocation(workspace, built, local_slurm):
+    """allpairs.isolated through Slurm: one job of three nodes, a rank on each, and the dataset's pair
+    times every ordered pair of the allocation's hosts, as the matrices and findings read them. (Each
+    Slurm job here takes about 12 s, Snakemake starting again inside it: the other network kernels, which
+    the same launcher starts, are not run here too.)"""
+    campaign_file = workspace / "config" / "campaigns" / "fabric.yaml"
+    campaign_file.write_text(NETWORK_CAMPAIGN)
+    run = subprocess.run(profile_run(workspace, local_slurm, campaign_file, "results/fabric/fabric.nc"),
+                         cwd=workspace, capture_output=True, text=True,
+                         env={**local_slurm.env, "PYTHONUNBUFFERED": "1"}, timeout=600)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-8000:]
+    ds = open_campaign(workspace / "results" / "fabric" / "fabric.nc")
+    assert (ds["status"] == "ok").all(), ds.commbench.failed_runs()
+    where = dict(library="mpich-5.0.2", placement="3N1P")
+    hosts = str(ds["hosts"].sel(**where, kernel="allpairs.isolated", launch=0).values).split(",")
+    assert sorted(hosts) == sorted(local_slurm.nodes), hosts        # one rank on each node of the allocation
+    pairs = ds["pair_time"].sel(**where, pair_kernel="allpairs.isolated", size=8192, launch=0).values
+    others = ~np.eye(3, dtype=bool)
+    assert np.isnan(pairs[~others]).all() and (pairs[others] > 0).all(), pairs
+    times, nodes = node_pair_times(ds, "mpich-5.0.2", "3N1P", "allpairs.isolated", 8192)
+    assert nodes == hosts and np.isfinite(times[others]).all()
