@@ -36,6 +36,7 @@ def _groups(times: np.ndarray, nodes: list[str]):
 
 
 def _groups_sentence(groups) -> str:
+    """The groups as the caption says them, and what the slow links below are judged beyond."""
     if groups is None:
         return ""
     judged = ("slow links below are named beyond the crossing between them" if groups.for_links
