@@ -39,21 +39,26 @@ def test_the_synchronisation_finds_a_planted_offset_and_drift_within_its_stated_
 
 def test_a_planted_clock_skew_does_not_reach_the_latency_of_windows(workspace, built, tmp_path):
     """Uncorrected, a quarter of a second of offset would make every window late or a quarter of a second
-    long; corrected, the skewed launches read the latency of the plain ones (alternated, median ratio).
-    The drift is a poor oscillator's, 10 ppm: the model is extrapolated over the whole launch, and an
-    error of 1e-6 in a planted drift of 1e-3 (as the test above finds) is a microsecond a second later,
-    more than this latency."""
-    ratios = []
+    long, and a drift of 100 ppm (a poor oscillator's) would add 100 us for every second between the fit
+    and a window; corrected, the skewed launches read the latency of the plain ones within the offset
+    error the synchronisation states. A clock's error can only lengthen a window's latency (a rank that
+    starts late finishes late; one that starts early waits in the call for the others and its finish is
+    read early by as much), so the skewed launches are bounded above only. The latency (8 bytes, two
+    ranks, about 0.5 us) differs from launch to launch by more than itself: 0.4-1.6 us plain and skewed
+    alike, and plain launches read 2.7 times the skewed ones in 2 of 3 rounds once in CI."""
+    excess, stated = [], []
     for _ in range(3):
         times = {}
-        for name, extra in (("plain", []), ("skewed", plant(PLANTED["offset"], 1e-5))):
+        for name, extra in (("plain", []), ("skewed", plant(PLANTED["offset"], 1e-4))):
             result = launch(workspace, LIBRARIES[0], ON_NODE, ["coll.allreduce", "--method", "window", *COMMON, *extra],
                             tmp_path)
             assert result.status == "ok", result.launch.get("console_tail")
             times[name] = float(np.median(result.points[0].samples))
-        ratios.append(times["skewed"] / times["plain"])
-    print("skewed / plain window latency:", ratios)
-    assert 0.5 < np.median(ratios) < 2.0, ratios
+        [fit] = result.run["kernel_info"]["clock_sync"]["ranks"]
+        excess.append(times["skewed"] - times["plain"])
+        stated.append(fit["offset_error_s"])
+    print("skewed less plain window latency (s):", excess, "stated offset errors (s):", stated)
+    assert np.median(excess) < 2 * np.median(stated), (excess, stated)
 
 
 def test_methods_states_the_recorded_synchronisation(workspace, built, tmp_path):
