@@ -38,9 +38,10 @@ _TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 # the rate, small enough that the idle reverse leg of a ping-pong cannot fill a burst that carries
 # much of a large message faster than the rate.
 _BUCKET_S = 1e-3
-# netem queues this many packets at most (its default, 1000, is 12 ms at 1 Gbit/s with 1500-byte
-# packets: a window of TCP segments waiting behind a slow link must not be dropped there).
-_NETEM_LIMIT = 10000
+# A link's or switch's queue holds this many packets at most (netem's default, 1000, is 12 ms at
+# 1 Gbit/s with 1500-byte packets): a window of TCP segments waiting behind a slow link must not be
+# dropped there, as an HPC fabric's flow control drops none. tbf's limit is in bytes: as many MTUs.
+_QUEUE_PACKETS = 10000
 SHAPERS = ("netem", "wire", "tbf")
 QUEUEING_SHAPERS = ("netem", "tbf")   # the shapers that are a queueing discipline (tc)
 
@@ -86,13 +87,13 @@ def expected_goodput_bytes_per_s(rate: str, mtu: int) -> float:
 def tbf_arguments(rate: str, mtu: int) -> list[str]:
     """What follows `tc qdisc add dev DEV root` for a token bucket of this rate on a link of this MTU."""
     burst = max(int(rate_bits_per_s(rate) / 8 * _BUCKET_S), 10 * mtu)
-    return ["tbf", "rate", rate, "burst", str(burst), "latency", "100ms"]
+    return ["tbf", "rate", rate, "burst", str(burst), "limit", str(_QUEUE_PACKETS * mtu)]
 
 
 def netem_arguments(rate: str, delay: str | None = None, loss: float | None = None) -> list[str]:
     """What follows `tc qdisc add dev DEV root` for a netem link: every packet serialised at `rate`,
     then held `delay`, and dropped with probability `loss` percent."""
-    arguments = ["netem", "limit", str(_NETEM_LIMIT), "rate", rate]
+    arguments = ["netem", "limit", str(_QUEUE_PACKETS), "rate", rate]
     if delay:
         arguments += ["delay", delay]
     if loss:
