@@ -261,8 +261,8 @@ def test_two_leaves_carry_a_pair_at_its_links_rate_within_a_leaf_and_at_the_upli
 
     # Eight samples at least: the matchings' sequence (a matching a batch, from the batch's number) has no
     # more than six within the leaves in a row in its first 200, so some sample crosses them.
-    result = launch(workspace, LIBRARIES[0], placement, ["bisection", *timing, "--min-samples", "8", "--max-samples", "10"],
-                    tmp_path)
+    result = launch(workspace, LIBRARIES[0], placement,
+                    ["bisection", *timing, "--min-samples", "8", "--max-samples", "10"], tmp_path)
     assert result.status == "ok", result.launch.get("console_tail")
     point = next(point for point in result.points if point.size == size)
     # Which matchings the samples get depends on how many batches calibration ran: two in three cross
