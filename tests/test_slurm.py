@@ -1,7 +1,7 @@
 """workflow/profiles/slurm end to end: a tiny campaign through a real Slurm controller and nodes on
 this host (virtual nodes, tests/slurm_cluster.py), whose dataset must have the shape of the same
-campaign run without Slurm, its two-node placement a real two-node allocation; an all-pairs kernel
-times every pair of a three-node allocation; and a workflow stopped during an allocation leaves no job,
+campaign run without Slurm, its two-node placement a real two-node allocation; the network kernels
+time the pairs of their allocations' nodes; and a workflow stopped during an allocation leaves no job,
 step or process behind."""
 
 import os
@@ -239,19 +239,22 @@ NETWORK_CAMPAIGN = textwrap.dedent("""
       mpich-5.0.2: {mpi: mpich-5.0.2}
     placements:
       - {name: 3N1P, nodes: 3, ppn: 1}
+      - {name: 2N1P, nodes: 2, ppn: 1}
     kernels:
-      allpairs.isolated: {sizes: {list: [8Ki]}}
+      allpairs.isolated: {sizes: {list: [8Ki]}, placements: [3N1P]}
+      fan.in: {sizes: {list: [8Ki]}, placements: [3N1P]}
+      bisection: {sizes: {list: [8Ki]}, placements: [2N1P]}    # a perfect matching: an even number of ranks
     launches: 1
     precision: {rse: 0.1, min_samples: 3, max_samples: 20, max_point_time: 0.5}
     timeout: 120
 """)
 
 
-def test_an_all_pairs_kernel_times_every_pair_of_a_three_node_allocation(workspace, built, local_slurm):
-    """allpairs.isolated through Slurm: one job of three nodes, a rank on each, and the dataset's pair
-    times every ordered pair of the allocation's hosts, as the matrices and findings read them. (Each
-    Slurm job here takes about 12 s, Snakemake starting again inside it: the other network kernels, which
-    the same launcher starts, are not run here too.)"""
+def test_the_network_kernels_time_the_pairs_of_their_allocations_nodes(workspace, built, local_slurm):
+    """The network kernels through Slurm, one job each (about 12 s here, Snakemake starting again inside
+    it): allpairs.isolated and fan.in on three nodes, a rank on each; bisection on two. The dataset's pair
+    times are those pairs of the allocation's hosts that each kernel times (every ordered pair; every
+    other rank into rank 0; the matching's two ranks both ways), as the matrices and findings read them."""
     campaign_file = workspace / "config" / "campaigns" / "fabric.yaml"
     campaign_file.write_text(NETWORK_CAMPAIGN)
     run = subprocess.run(profile_run(workspace, local_slurm, campaign_file, "results/fabric/fabric.nc"),
@@ -259,12 +262,32 @@ def test_an_all_pairs_kernel_times_every_pair_of_a_three_node_allocation(workspa
                          env={**local_slurm.env, "PYTHONUNBUFFERED": "1"}, timeout=600)
     assert run.returncode == 0, (run.stdout + run.stderr)[-8000:]
     ds = open_campaign(workspace / "results" / "fabric" / "fabric.nc")
-    assert (ds["status"] == "ok").all(), ds.commbench.failed_runs()
-    where = dict(library="mpich-5.0.2", placement="3N1P")
-    hosts = str(ds["hosts"].sel(**where, kernel="allpairs.isolated", launch=0).values).split(",")
+    asked = ds["status"].values[ds["status"].values != "skipped"]    # each kernel on its one placement
+    assert list(asked) == ["ok"] * 3, ds.commbench.failed_runs()
+
+    def hosts_and_timed(placement: str, kernel: str):
+        hosts = str(ds["hosts"].sel(library="mpich-5.0.2", placement=placement, kernel=kernel, launch=0).values)
+        pairs = ds["pair_time"].sel(library="mpich-5.0.2", placement=placement, pair_kernel=kernel, size=8192,
+                                    launch=0).values
+        ranks = len(hosts.split(","))
+        assert np.isnan(pairs[ranks:, :]).all() and np.isnan(pairs[:, ranks:]).all(), (kernel, pairs)
+        pairs = pairs[:ranks, :ranks]
+        assert (pairs[np.isfinite(pairs)] > 0).all(), (kernel, pairs)
+        return hosts.split(","), np.isfinite(pairs)
+
+    hosts, timed = hosts_and_timed("3N1P", "allpairs.isolated")
     assert sorted(hosts) == sorted(local_slurm.nodes), hosts        # one rank on each node of the allocation
-    pairs = ds["pair_time"].sel(**where, pair_kernel="allpairs.isolated", size=8192, launch=0).values
     others = ~np.eye(3, dtype=bool)
-    assert np.isnan(pairs[~others]).all() and (pairs[others] > 0).all(), pairs
+    assert (timed == others).all(), timed
     times, nodes = node_pair_times(ds, "mpich-5.0.2", "3N1P", "allpairs.isolated", 8192)
     assert nodes == hosts and np.isfinite(times[others]).all()
+
+    hosts, timed = hosts_and_timed("3N1P", "fan.in")
+    assert sorted(hosts) == sorted(local_slurm.nodes), hosts
+    into_rank_0 = np.zeros((3, 3), dtype=bool)
+    into_rank_0[1:, 0] = True
+    assert (timed == into_rank_0).all(), timed
+
+    hosts, timed = hosts_and_timed("2N1P", "bisection")
+    assert len(set(hosts)) == 2 and set(hosts) <= set(local_slurm.nodes), hosts
+    assert (timed == ~np.eye(2, dtype=bool)).all(), timed
