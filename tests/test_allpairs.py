@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from commbench import open_campaign
+from commbench.data.export import pairs_table
 from commbench.launch import vnodes
 from commbench.report.analysis_table import ReportData
 from commbench.report.methods import methods_markdown
@@ -71,6 +72,10 @@ def test_a_slow_node_and_a_slow_link_are_named_and_nothing_of_a_clean_cluster(wo
     effect = slow.nodes.set_index("node").loc["vnode3", "effect"]
     assert 0.6 < effect < 1.0
     assert np.isfinite(ds["pair_time"].sel(placement="slow3")).sum() == 3 * NODES * (NODES - 1)
+    # Exported, a row per pair a launch timed, each rank on the node its launch recorded: one node a rank.
+    rows = pairs_table(ds)
+    assert len(rows) == 2 * 3 * NODES * (NODES - 1) and (rows["source_node"] != rows["destination_node"]).all()
+    assert set(rows["source_node"]) == set(rows["destination_node"]) == {f"vnode{n}" for n in range(NODES)}
 
     # The report's heatmap: every node pair's cell, its caption naming what the launches named.
     figures = {figure.name: figure for figure in pair_matrices(ReportData(ds))}

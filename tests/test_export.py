@@ -11,7 +11,7 @@ import pytest
 from commbench import cli
 from commbench.data import synthetic as syn
 from commbench.io.netcdf import write_dataset
-from commbench.data.export import export, points_table
+from commbench.data.export import export, pairs_table, points_table
 from commbench.report import ReportData
 from commbench.data.imported import import_files
 from commbench.interactive import append_to_campaign
@@ -95,6 +95,37 @@ def test_the_format_follows_the_output_and_a_wrong_one_is_refused(tmp_path, caps
     with pytest.raises(SystemExit):
         cli.main(["export", str(dataset), "--format", "xlsx"])
     assert "invalid choice: 'xlsx'" in capsys.readouterr().err
+
+
+def test_pairs_are_a_row_per_timed_pair_with_each_ranks_node(tmp_path, capsys):
+    """`--pairs`: every pair of ranks each launch timed (a fan-in times three of the twelve ordered pairs
+    of four ranks), its node, its median time and size / time; a dataset without pair times is refused
+    naming it, and nothing is written."""
+    from test_report_pages import pair_campaign
+
+    times = syn.pair_times(4, 3, time_s=8192 / 100e6, seed=2)      # (source, destination, launch)
+    fan_in = np.full_like(times, np.nan)
+    fan_in[1:, 0] = times[1:, 0]
+    dataset = tmp_path / "pairs.nc"
+    write_dataset(pair_campaign(fan_in, kernel="fan.in"), dataset, keep_previous=False)
+    assert cli.main(["export", str(dataset), "--pairs"]) == 0
+    assert capsys.readouterr().out.strip() == f"table: {tmp_path / 'pairs.pairs.csv'}"
+    table = pd.read_csv(tmp_path / "pairs.pairs.csv")
+    assert list(table.columns) == KEYS + ["source_rank", "destination_rank", "source_node", "destination_node",
+                                          "time_s", "bandwidth_MBps"]
+    assert len(table) == 3 * 3 and set(table["kernel"]) == {"fan.in"} and (table["destination_rank"] == 0).all()
+    for row in table.itertuples():
+        assert row.time_s == pytest.approx(times[row.source_rank, 0, row.launch], rel=1e-12)
+        assert (row.source_node, row.destination_node) == (f"vnode{row.source_rank}", "vnode0")
+        assert row.bandwidth_MBps == pytest.approx(8192 / row.time_s / 1e6, rel=1e-12)
+    pd.testing.assert_frame_equal(table, pairs_table(pair_campaign(fan_in, kernel="fan.in")), check_dtype=False)
+
+    plain = tmp_path / "plain.nc"
+    write_dataset(import_files([OSU / "osu_bw-openmpi-5.0.11-1N2P.txt"], "osu", "openmpi-5.0.11", "1N2P"), plain,
+                  keep_previous=False)
+    assert cli.main(["export", str(plain), "--pairs"]) != 0
+    assert f"{plain}: this dataset has no pair times" in capsys.readouterr().err
+    assert not list(tmp_path.glob("plain.*.csv"))
 
 
 def file_rows(path: Path) -> np.ndarray:

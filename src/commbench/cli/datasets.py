@@ -39,7 +39,7 @@ def export(args) -> int:
 
     table_format(args.output, FORMATS, default="csv", requested=args.format)   # refused before any reading
     path, ds = open_dataset(args.target)
-    written = export_table(ds, args.format, args.output, source=path)
+    written = export_table(ds, args.format, args.output, source=path, table="pairs" if args.pairs else "points")
     if written is not None:
         print(f"table: {written}")
     return 0

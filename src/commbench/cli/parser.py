@@ -105,7 +105,10 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     export.add_argument("--format", choices=("csv", "parquet", "json"),
                         help="default: the output's suffix, else csv")
     export.add_argument("--output", help="the table's path, or - for standard output (default: the dataset's "
-                                         "path, with the format's suffix)")
+                                         "path, with the format's suffix; .pairs.csv and so on with --pairs)")
+    export.add_argument("--pairs", action="store_true",
+                        help="a row per pair of ranks timed by the kernels that time pairs (allpairs.*, fan.*, "
+                             "bisection), with each rank's node, instead of a row per point")
     export.set_defaults(verb=_verb("datasets", "export"))
 
     for suite, what in (("osu", "OSU Micro-Benchmarks outputs (one benchmark run per file)"),

@@ -1,5 +1,6 @@
 """A dataset as one tidy table: a row per measured point (library, placement, kernel, size,
-launch), for spreadsheets, R, pandas or a database.
+launch), for spreadsheets, R, pandas or a database; or, for the kernels that time pairs of ranks
+(allpairs.*, fan.*, bisection), a row per timed pair of each point (`pairs_table`).
 
 Columns: the point's labels and its placement's shape (nodes, ppn, nprocs); `count` (samples),
 the per-point statistics in seconds (mean, median, min, iqm, std, p50, p90, p99 from the point's
@@ -19,15 +20,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
 from commbench.data.origins import imported_libraries
+from commbench.data.pairs import PAIR_DIMS
 from commbench.data.samples import POINT_DIMS
 from commbench.data.quantities import bandwidth, percentiles
 from commbench.io.tables import table_format, write_table
 
 FORMATS = ("csv", "parquet", "json")   # of commbench.io.tables, those export writes
+TABLES = ("points", "pairs")
 MB = 1e6
 RECORDS = ("settled", "rse", "iters_per_sample", "errors")
 
@@ -69,17 +73,51 @@ def imported_columns(ds: xr.Dataset) -> dict[str, xr.DataArray]:
     return columns
 
 
-def export(dataset, fmt: str | None = None, output=None, source=None) -> Path | None:
-    """Writes the points table of `dataset` (a Dataset, or a path open_campaign finds) to `output`:
-    `-` is standard output, the default the dataset's path (`source`, else where it was read from)
-    with the format's suffix. The format is `fmt`, else the output's suffix, else csv; a suffix that
-    is no table format (x.xlsx) is refused naming the allowed ones before the dataset is read.
-    Returns the path written (None for standard output)."""
+def pairs_table(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per pair of ranks a point timed (the dataset's `pair_time`, each pair's median over the
+    point's samples), in the dataset's order: library, placement, kernel, size, launch, the source and
+    destination ranks and their nodes (the launch's `hosts`), `time_s` and `bandwidth_MBps` (size /
+    time, as the pair kernels define it). Raises ValueError where no kernel of the dataset timed pairs."""
+    if "pair_time" not in ds:
+        raise ValueError("this dataset has no pair times: none of its kernels timed pairs of ranks (the "
+                         "catalogue's kernels with pair_times_s: allpairs.*, fan.*, bisection)")
+    times = ds["pair_time"].reset_coords(drop=True).transpose(*PAIR_DIMS).rename("time_s")
+    table = times.to_dataframe().reset_index()
+    table = table[np.isfinite(table["time_s"].to_numpy())].rename(columns={"pair_kernel": "kernel"})
+    hosts = ds["hosts"].transpose("library", "placement", "kernel", "launch").to_series()
+    ranks_of = {key: [host for host in str(value).split(",") if host] for key, value in hosts.items()}
+
+    def node(row, rank_column: str) -> str:
+        ranks = ranks_of.get((row.library, row.placement, row.kernel, row.launch), [])
+        rank = getattr(row, rank_column)
+        return ranks[rank] if rank < len(ranks) else ""
+
+    table.insert(7, "source_node", [node(row, "source_rank") for row in table.itertuples()])
+    table.insert(8, "destination_node", [node(row, "destination_rank") for row in table.itertuples()])
+    table["bandwidth_MBps"] = table["size"] / table["time_s"] / MB
+    return table.reset_index(drop=True)
+
+
+def export(dataset, fmt: str | None = None, output=None, source=None, table: str = "points") -> Path | None:
+    """Writes the points table of `dataset` (a Dataset, or a path open_campaign finds) to `output`, or
+    its pairs table where `table` is "pairs": `-` is standard output, the default the dataset's path
+    (`source`, else where it was read from) with the format's suffix (`.pairs.csv` and so on for the
+    pairs). The format is `fmt`, else the output's suffix, else csv; a suffix that is no table format
+    (x.xlsx) is refused naming the allowed ones before the dataset is read. Returns the path written
+    (None for standard output)."""
     fmt = table_format(output, FORMATS, default="csv", requested=fmt)
+    if table not in TABLES:
+        raise ValueError(f"table {table!r}: allowed values: {', '.join(TABLES)}")
     if not isinstance(dataset, xr.Dataset):
         from commbench.data.opening import open_campaign
 
         source, dataset = source or dataset, open_campaign(dataset)
     if output is None:
-        output = Path(source or dataset.encoding["source"]).with_suffix(f".{fmt}")
-    return write_table(points_table(dataset), output, fmt)
+        suffix = f".{fmt}" if table == "points" else f".{table}.{fmt}"
+        output = Path(source or dataset.encoding["source"]).with_suffix(suffix)
+    try:
+        rows = points_table(dataset) if table == "points" else pairs_table(dataset)
+    except ValueError as error:     # the file's name first, as every refusal of a dataset says it
+        where = source or dataset.encoding.get("source")
+        raise ValueError(f"{where}: {error}" if where else str(error)) from None
+    return write_table(rows, output, fmt)
