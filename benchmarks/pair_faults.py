@@ -46,9 +46,9 @@ LEAVES = {"leaf_nodes": 4, "uplink": {"rate": SLOW_RATE}}
 KINDS = ("clean", "slow node", "slow link", "two leaves")
 KERNEL_ARGS = ["allpairs.isolated", "--window", "2", "--min-samples", "3", "--max-samples", "5", "--max-point-time", "2"]
 SIZE = 8192
-# Where the kernel has no netem the uplinks are token buckets, which pass what fits in their burst (10
-# frames) at once: a pair's window must be well beyond it to read the uplink's rate (two of 8 KiB read
-# one switch).
+# Where the kernel has no netem the uplinks are token buckets, which pass what fits in their burst (two
+# frames at 14 Mbit/s) at once: a pair's window must be well beyond it to read the uplink's rate (with a
+# burst of ten frames, two of 8 KiB read one switch).
 LEAF_SIZE = 65536
 
 

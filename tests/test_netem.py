@@ -48,7 +48,7 @@ def test_netem_serialises_at_the_rate_with_the_links_delay_and_loss():
 def test_without_netem_a_link_is_a_token_bucket_and_refuses_delay_and_loss():
     assert netem.link_arguments({"rate": "1gbit", "mtu": 1500}, "tbf") == \
         ["tbf", "rate", "1gbit", "burst", "125000", "limit", "15000000"]     # 1 ms of traffic; 10,000 packets
-    assert netem.link_arguments({"rate": "10mbit", "mtu": 1500}, "tbf")[4] == "15000"   # or ten packets
+    assert netem.link_arguments({"rate": "10mbit", "mtu": 1500}, "tbf")[4] == "3000"   # or two packets
     with pytest.raises(netem.LinkError, match=r"network delay: 1ms, loss: 2: .*netem"):
         netem.link_arguments({"rate": "1gbit", "mtu": 1500, "delay": "1ms", "loss": 2}, "tbf")
 

@@ -18,8 +18,9 @@ What makes a link (the link's "shaper"):
   87 us its 1090 wire bytes need; with a bucket of one MTU (the smallest tbf takes) the first packet
   after a pause still passes at once and a ping-pong's times depend on what the other direction left
   in the bucket (1.07 to 1.28 times the rate's time, no clean steps), and a bucket of two packets kept
-  86 of 119.5 MB/s at 1 Gbit/s. So tbf, with its larger bucket, serves bulk rates
-  (within 1% of the rate less headers) but not small messages; the shaper a launch used is recorded.
+  86 of 119.5 MB/s at 1 Gbit/s. So tbf, with its larger bucket (1 ms of traffic, at least two packets),
+  serves bulk rates (within 1% of the rate less headers) but not small messages; the shaper a launch
+  used is recorded. Without netem a virtual nodes' switch and a leaf's uplink are tbf too.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ _TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 # the rate, small enough that the idle reverse leg of a ping-pong cannot fill a burst that carries
 # much of a large message faster than the rate.
 _BUCKET_S = 1e-3
+# And at least this many packets, the fewest that keep a slow link's rate: what a full bucket passes at
+# once after a pause. Ten, at 14 Mbit/s: every pair of eight nodes on two leaves timed one at a time,
+# the first to cross an uplink after pairs within the leaves read 1.08 times the uplink's other pairs
+# (1.83 MB/s against 1.70; its goodput 1.67); two: 1.00 (1.66 against 1.67).
+_BUCKET_PACKETS = 2
 # A link's or switch's queue holds this many packets at most (netem's default, 1000, is 12 ms at
 # 1 Gbit/s with 1500-byte packets): a window of TCP segments waiting behind a slow link must not be
 # dropped there, as an HPC fabric's flow control drops none. tbf's limit is in bytes: as many MTUs.
@@ -86,7 +92,7 @@ def expected_goodput_bytes_per_s(rate: str, mtu: int) -> float:
 
 def tbf_arguments(rate: str, mtu: int) -> list[str]:
     """What follows `tc qdisc add dev DEV root` for a token bucket of this rate on a link of this MTU."""
-    burst = max(int(rate_bits_per_s(rate) / 8 * _BUCKET_S), 10 * mtu)
+    burst = max(int(rate_bits_per_s(rate) / 8 * _BUCKET_S), _BUCKET_PACKETS * mtu)
     return ["tbf", "rate", rate, "burst", str(burst), "limit", str(_QUEUE_PACKETS * mtu)]
 
 
