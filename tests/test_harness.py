@@ -47,6 +47,28 @@ def test_records_follow_the_contract(workspace, built, library, tmp_path):
                    "elapsed_s": end["elapsed_s"]} and end["elapsed_s"] > 0
 
 
+@pytest.mark.alone      # a neighbour's load could slow the samples after the planted ones too
+def test_samples_start_again_long_enough_when_every_calibration_batch_was_slowed(workspace, built, tmp_path):
+    """--test-slow-batches 8: the warm-up, the calibration's five batches and the first two samples of each size
+    last 2 ms longer, as when another process holds a core throughout calibrating, which then settles
+    on one iteration a sample. The first sample that runs at the real rate is far shorter than the minimum
+    sample time (1e-4 s): the size's samples start again with iterations enough, so that every sample
+    kept lasts at least half of it, none of the slowed ones among them."""
+    out = tmp_path / "run.jsonl"
+    proc = run_kernels(workspace, LIBRARIES[0], "pingpong.send", "--sizes", "0,8", "--test-slow-batches", "8",
+                       "--min-samples", "5", "--max-samples", "20", "-o", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    points = [json.loads(line) for line in out.read_text().splitlines()][1:-1]
+    for point in points:
+        assert point["iters_per_sample"] > 10, point
+        assert min(point["samples"]) * point["iters_per_sample"] * 2 >= 0.5e-4, point
+        # A slowed sample would hold a 2 ms batch: none is kept, and the record counts those left out: the
+        # two slowed, the first at the real rate, and any that started again once more (a first fast sample
+        # still warming up, twice as slow as the later ones, calibrates them too short in turn).
+        assert max(point["samples"]) * point["iters_per_sample"] * 2 < 1e-3, point
+        assert point["short_samples_dropped"] >= 3, point
+
+
 @pytest.mark.parametrize("args, message", [
     (["no.such.kernel"], "unknown kernel no.such.kernel"),
     (["pingpong.send", "-m", "8:1"], "-m 8:1: MIN (8) must be <= MAX (1)"),

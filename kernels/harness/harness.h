@@ -46,6 +46,7 @@ struct cb_context {
      * on rank 0 after every sample and keeps one per sample, per iteration, in pair_samples (rank 0). */
     double *pair_times;
     double *pair_samples;
+    long slow_batches_left; /* --test-slow-batches: of this size's batches, how many are still to be slowed */
     char info[1024];       /* a JSON object a kernel may fill in setup: recorded as kernel_info */
 };
 
@@ -121,6 +122,7 @@ struct cb_point {
     const double *exit_skews;   /* one per sample, or NULL: the kernel gave none */
     const double *pair_samples; /* nprocs x nprocs per sample (source-major), or NULL: the kernel times no pairs */
     int nprocs;
+    int short_dropped; /* samples taken too short, before the size's samples started again (measure.c) */
 };
 
 /* measure.c: the default timing, to a precision target */

@@ -8,6 +8,13 @@
 #include "stopping.h"
 
 #define MAX_ITERATIONS_PER_SAMPLE 100000000L
+/* A sample shorter than this share of the minimum sample time shows that every batch the calibration
+ * timed was slowed (another process held the core throughout): the size's samples start again, with
+ * iterations enough at the rate this sample ran. Half: what the timer and the barrier before a batch may
+ * take from a sample calibrated at its target without it being short. */
+#define SHORT_SAMPLE 0.5
+/* --test-slow-batches: what a slowed batch gains, about a scheduler's time slice when the core is shared. */
+#define CB_SLOW_BATCH_S 2e-3
 
 /* Smallest nonzero step the timer shows. */
 double cb_timer_resolution(enum cb_timer timer)
@@ -60,6 +67,10 @@ double cb_run_batch(const struct cb_kernel *kernel, struct cb_context *ctx, size
     if (ctx->pair_times) memset(ctx->pair_times, 0, (size_t)ctx->nprocs * (size_t)ctx->nprocs * sizeof *ctx->pair_times);
     double t0 = ctx->rank == 0 ? cb_now(timer) : 0;
     double per_iteration = kernel->run(ctx, size, iterations);
+    if (ctx->rank == 0 && ctx->slow_batches_left > 0) {
+        ctx->slow_batches_left--;
+        cb_spin(timer, CB_SLOW_BATCH_S);
+    }
     double elapsed = ctx->rank == 0 ? cb_now(timer) - t0 : 0;
     if (units) *units = per_iteration;
     /* Every rank ran the same iterations, so every rank's cursors stay in step. */
@@ -132,6 +143,7 @@ void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel,
 {
     ctx->errors = 0;
     ctx->iteration_base = 0;
+    ctx->slow_batches_left = ctx->params.test_slow_batches;
     if (o->warmup) timed_batch(kernel, ctx, size, o->warmup, o->timer, NULL);
     long iterations;
     int planned = 0;   /* with -i, the batches; else the stopping rule says when */
@@ -140,8 +152,10 @@ void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel,
     struct cb_stopping_rule rule = {o->rse_target, o->min_samples, o->max_samples, o->max_point_time_s};
     struct cb_running running = {0};
     double started = cb_now(o->timer), subtracted = 0;
-    int more = 1;
-    while (more) {
+    int short_dropped = 0;
+    long next[2] = {1, iterations};   /* (rank 0's word) whether to take another sample, and its iterations */
+    while (next[0]) {
+        iterations = next[1];
         double units, elapsed = timed_batch(kernel, ctx, size, iterations, o->timer, &units);
         if (ctx->rank == 0) {
             samples[running.n] = units > 0 ? elapsed / ((double)iterations * units) : ctx->measured;
@@ -150,14 +164,26 @@ void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel,
         }
         cb_keep_pair_times(ctx, iterations, running.n);
         if (ctx->rank == 0) {
-            cb_running_add(&running, samples[running.n]);
             double spent = cb_now(o->timer) - started;
-            more = o->iterations ? running.n < planned && spent < o->max_point_time_s
-                                 : !cb_sampling_done(&running, &rule, spent);
+            double lasted = units > 0 ? elapsed : ctx->measured * (double)iterations;   /* as calibrate() reads it */
+            if (!o->iterations && lasted < SHORT_SAMPLE * min_sample_time && iterations < MAX_ITERATIONS_PER_SAMPLE
+                && spent < o->max_point_time_s) {
+                /* Aim 20% past the target at this sample's rate, as calibrate() does; growing at most 1000x. */
+                double want = ceil(1.2 * (double)iterations * min_sample_time / fmax(lasted, min_sample_time / 1000));
+                next[1] = want > MAX_ITERATIONS_PER_SAMPLE ? MAX_ITERATIONS_PER_SAMPLE : (long)want;
+                short_dropped += running.n + 1;
+                running = (struct cb_running){0};
+                subtracted = 0;
+            } else {
+                cb_running_add(&running, samples[running.n]);
+                next[0] = o->iterations ? running.n < planned && spent < o->max_point_time_s
+                                        : !cb_sampling_done(&running, &rule, spent);
+            }
         }
-        MPI_Bcast(&more, 1, MPI_INT, 0, ctx->comm);
+        MPI_Bcast(next, 2, MPI_LONG, 0, ctx->comm);
     }
     cb_finish_point(ctx, &rule, &running, size, iterations, samples, subtracted, point);
+    point->short_dropped = short_dropped;
 }
 
 void cb_keep_pair_times(struct cb_context *ctx, long iterations, int n)

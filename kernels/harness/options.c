@@ -18,7 +18,7 @@ enum {
     OPT_STEP, OPT_SHUFFLE, OPT_PRINT_SIZES, OPT_CACHE, OPT_CACHE_SIZE, OPT_ALIGN, OPT_DATATYPE, OPT_INTEGRITY,
     OPT_INJECT_FAULT, OPT_HANG_AFTER, OPT_WINDOW, OPT_WINDOW_BUFFERS, OPT_MESSAGES, OPT_PIECES, OPT_PARTITIONS, OPT_RMA_SYNC,
     OPT_HALO, OPT_NODES, OPT_PROC_GRID, OPT_METHOD, OPT_SCRATCH, OPT_IO_SYNC, OPT_DROP_CACHE, OPT_DESCRIBE,
-    OPT_CLOCK_OFFSET, OPT_CLOCK_DRIFT, OPT_LATE_ENTRY,
+    OPT_CLOCK_OFFSET, OPT_CLOCK_DRIFT, OPT_LATE_ENTRY, OPT_SLOW_BATCHES,
 };
 
 static const struct option LONG_OPTIONS[] = {
@@ -47,6 +47,7 @@ static const struct option LONG_OPTIONS[] = {
     {"test-clock-offset", required_argument, 0, OPT_CLOCK_OFFSET},
     {"test-clock-drift", required_argument, 0, OPT_CLOCK_DRIFT},
     {"test-late-entry", required_argument, 0, OPT_LATE_ENTRY},
+    {"test-slow-batches", required_argument, 0, OPT_SLOW_BATCHES},
     {"window", required_argument, 0, OPT_WINDOW},
     {"window-buffers", required_argument, 0, OPT_WINDOW_BUFFERS},
     {"messages", required_argument, 0, OPT_MESSAGES},
@@ -311,6 +312,7 @@ const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum c
         case OPT_CLOCK_OFFSET: problem = decimal(o, c, optarg, 0, 1, &o->params.test_clock_offset); break;
         case OPT_CLOCK_DRIFT: problem = decimal(o, c, optarg, 0, 1, &o->params.test_clock_drift); break;
         case OPT_LATE_ENTRY: problem = decimal(o, c, optarg, 0, 1, &o->params.test_late_entry); break;
+        case OPT_SLOW_BATCHES: problem = whole(o, c, optarg, 0, LONG_MAX, &o->params.test_slow_batches); break;
         case OPT_WINDOW: problem = whole_int(o, c, optarg, 1, CB_MAX_WINDOW, &o->params.window); break;
         case OPT_WINDOW_BUFFERS: problem = choice(o, c, optarg, sharing, &window_buffers); break;
         case OPT_MESSAGES: problem = whole_int(o, c, optarg, 1, 4096, &o->params.messages); break;

@@ -120,6 +120,7 @@ void cb_write_point_record(FILE *out, const struct cb_point *p, int integrity)
     if (integrity) fprintf(out, "%ld", p->errors);
     else fputs("null", out);
     if (p->subtracted > 0) fprintf(out, ",\"subtracted_s\":%.6g", p->subtracted);
+    if (p->short_dropped > 0) fprintf(out, ",\"short_samples_dropped\":%d", p->short_dropped);
     fputs(",\"samples\":[", out);
     for (int i = 0; i < p->n; i++) fprintf(out, "%s%.9g", i ? "," : "", p->samples[i]);
     if (p->exit_skews) {
