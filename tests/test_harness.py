@@ -50,7 +50,7 @@ def test_records_follow_the_contract(workspace, built, library, tmp_path):
 @pytest.mark.alone      # a neighbour's load could slow the samples after the planted ones too
 def test_samples_start_again_long_enough_when_every_calibration_batch_was_slowed(workspace, built, tmp_path):
     """--test-slow-batches 8: the warm-up, the calibration's five batches and the first two samples of each size
-    last 2 ms longer, as when another process holds a core throughout calibrating, which then settles
+    read 2 ms longer, as when another process holds a core throughout calibrating, which then settles
     on one iteration a sample. The first sample that runs at the real rate is far shorter than the minimum
     sample time (1e-4 s): the size's samples start again with iterations enough, so that every sample
     kept lasts at least half of it, none of the slowed ones among them."""

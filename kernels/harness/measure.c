@@ -13,7 +13,8 @@
  * iterations enough at the rate this sample ran. Half: what the timer and the barrier before a batch may
  * take from a sample calibrated at its target without it being short. */
 #define SHORT_SAMPLE 0.5
-/* --test-slow-batches: what a slowed batch gains, about a scheduler's time slice when the core is shared. */
+/* --test-slow-batches: what a slowed batch is read to have taken more, about a scheduler's time slice when
+ * the core is shared. */
 #define CB_SLOW_BATCH_S 2e-3
 
 /* Smallest nonzero step the timer shows. */
@@ -67,11 +68,11 @@ double cb_run_batch(const struct cb_kernel *kernel, struct cb_context *ctx, size
     if (ctx->pair_times) memset(ctx->pair_times, 0, (size_t)ctx->nprocs * (size_t)ctx->nprocs * sizeof *ctx->pair_times);
     double t0 = ctx->rank == 0 ? cb_now(timer) : 0;
     double per_iteration = kernel->run(ctx, size, iterations);
-    if (ctx->rank == 0 && ctx->slow_batches_left > 0) {
-        ctx->slow_batches_left--;
-        cb_spin(timer, CB_SLOW_BATCH_S);
-    }
     double elapsed = ctx->rank == 0 ? cb_now(timer) - t0 : 0;
+    if (ctx->rank == 0 && ctx->slow_batches_left > 0) {   /* read after the clock: nothing else is timed */
+        ctx->slow_batches_left--;
+        elapsed += CB_SLOW_BATCH_S;
+    }
     if (units) *units = per_iteration;
     /* Every rank ran the same iterations, so every rank's cursors stay in step. */
     ctx->send.cursor = (ctx->send.cursor + iterations * ctx->slots_per_iteration) % ctx->send.slots;
@@ -85,6 +86,23 @@ static double timed_batch(const struct cb_kernel *kernel, struct cb_context *ctx
 {
     MPI_Barrier(ctx->comm);
     return cb_run_batch(kernel, ctx, size, iterations, timer, units);
+}
+
+/* How long a batch of `n` iterations lasted, as the calibration reads it: a kernel that times itself
+ * (units 0) may spend more around its timed part (starting threads, measuring acknowledgements), so what
+ * it timed. */
+static double batch_seconds(const struct cb_context *ctx, double elapsed, double units, long n)
+{
+    return units > 0 ? elapsed : ctx->measured * (double)n;
+}
+
+/* Iterations that make a batch of `n` that lasted `lasted` seconds last 20% past `target`, growing at
+ * most `growth` times (0 s: by `growth`), and no more than MAX_ITERATIONS_PER_SAMPLE. */
+static long iterations_for(double target, long n, double lasted, double growth)
+{
+    double want = lasted > 0 ? ceil(1.2 * (double)n * target / lasted) : growth * (double)n;
+    if (want > growth * (double)n) want = growth * (double)n;
+    return want > MAX_ITERATIONS_PER_SAMPLE ? MAX_ITERATIONS_PER_SAMPLE : (long)want;
 }
 
 /* Iterations per sample so that one sample lasts at least `target` seconds at the fastest rate seen:
@@ -102,11 +120,8 @@ static long calibrate(const struct cb_kernel *kernel, struct cb_context *ctx,
     while (!decision[1]) {
         long n = decision[0];
         double units, elapsed = timed_batch(kernel, ctx, size, n, timer, &units);
-        /* A kernel that times itself may spend more around its timed part (starting
-         * threads, measuring acknowledgements): calibrate on what it timed. */
-        if (units == 0) elapsed = ctx->measured * (double)n;
         if (ctx->rank == 0) {
-            fastest = fmin(fastest, elapsed / (double)n);
+            fastest = fmin(fastest, batch_seconds(ctx, elapsed, units, n) / (double)n);
             double expected = fastest * (double)n;
             batches++;
             if (expected >= target || n >= MAX_ITERATIONS_PER_SAMPLE) {
@@ -114,11 +129,8 @@ static long calibrate(const struct cb_kernel *kernel, struct cb_context *ctx,
                 reached_once = 1;
             } else {
                 reached_once = 0;
-                /* Aim 20% past the target, growing at most 16x per round. */
-                double want = expected > 0 ? ceil(1.2 * (double)n * target / expected) : 16.0 * (double)n;
-                long next = want > 16.0 * (double)n ? n * 16 : (long)want;
-                decision[0] = next > n ? next : n + 1;
-                if (decision[0] > MAX_ITERATIONS_PER_SAMPLE) decision[0] = MAX_ITERATIONS_PER_SAMPLE;
+                long next = iterations_for(target, n, expected, 16);
+                decision[0] = next > n ? next : n + 1;   /* n < MAX_ITERATIONS_PER_SAMPLE here */
             }
         }
         MPI_Bcast(decision, 2, MPI_LONG, 0, ctx->comm);
@@ -165,12 +177,10 @@ void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel,
         cb_keep_pair_times(ctx, iterations, running.n);
         if (ctx->rank == 0) {
             double spent = cb_now(o->timer) - started;
-            double lasted = units > 0 ? elapsed : ctx->measured * (double)iterations;   /* as calibrate() reads it */
+            double lasted = batch_seconds(ctx, elapsed, units, iterations);
             if (!o->iterations && lasted < SHORT_SAMPLE * min_sample_time && iterations < MAX_ITERATIONS_PER_SAMPLE
                 && spent < o->max_point_time_s) {
-                /* Aim 20% past the target at this sample's rate, as calibrate() does; growing at most 1000x. */
-                double want = ceil(1.2 * (double)iterations * min_sample_time / fmax(lasted, min_sample_time / 1000));
-                next[1] = want > MAX_ITERATIONS_PER_SAMPLE ? MAX_ITERATIONS_PER_SAMPLE : (long)want;
+                next[1] = iterations_for(min_sample_time, iterations, lasted, 1000);
                 short_dropped += running.n + 1;
                 running = (struct cb_running){0};
                 subtracted = 0;

@@ -31,7 +31,7 @@ struct cb_params {
     int drop_cache;      /* io: ask the kernel to drop the file's pages before every read */
     double test_clock_offset, test_clock_drift; /* test only: the last rank's clock runs ahead by these */
     double test_late_entry;  /* test only: collectives' last rank enters every call this many seconds late */
-    long test_slow_batches;  /* test only: the first N batches of each size last CB_SLOW_BATCH_S longer */
+    long test_slow_batches;  /* test only: the first N batches of each size read CB_SLOW_BATCH_S longer */
 };
 
 /* Timers selectable with --timer. */

@@ -84,7 +84,7 @@ void cb_usage(FILE *out)
           "                        (--method window must find them)\n"
           "  --test-late-entry S   test only: collectives' last rank enters every call S s late\n"
           "                        (a known least latency, to hold the methods against)\n"
-          "  --test-slow-batches N test only: the first N batches of each size last 2 ms longer on\n"
+          "  --test-slow-batches N test only: the first N batches of each size read 2 ms longer on\n"
           "                        rank 0, as under another process's load (samples must stay long)\n",
           out);
 }

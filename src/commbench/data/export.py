@@ -25,7 +25,7 @@ import pandas as pd
 import xarray as xr
 
 from commbench.data.origins import imported_libraries
-from commbench.data.pairs import PAIR_DIMS
+from commbench.data.pairs import PAIR_DIMS, rank_hosts
 from commbench.data.samples import POINT_DIMS
 from commbench.data.quantities import bandwidth, percentiles
 from commbench.io.tables import table_format, write_table
@@ -85,15 +85,14 @@ def pairs_table(ds: xr.Dataset) -> pd.DataFrame:
     table = times.to_dataframe().reset_index()
     table = table[np.isfinite(table["time_s"].to_numpy())].rename(columns={"pair_kernel": "kernel"})
     hosts = ds["hosts"].transpose("library", "placement", "kernel", "launch").to_series()
-    ranks_of = {key: [host for host in str(value).split(",") if host] for key, value in hosts.items()}
-
-    def node(row, rank_column: str) -> str:
+    ranks_of = {key: rank_hosts(value) for key, value in hosts.items()}
+    nodes = []   # (source's, destination's) of each row
+    for row in table.itertuples():
         ranks = ranks_of.get((row.library, row.placement, row.kernel, row.launch), [])
-        rank = getattr(row, rank_column)
-        return ranks[rank] if rank < len(ranks) else ""
-
-    table.insert(7, "source_node", [node(row, "source_rank") for row in table.itertuples()])
-    table.insert(8, "destination_node", [node(row, "destination_rank") for row in table.itertuples()])
+        nodes.append(tuple(ranks[rank] if rank < len(ranks) else ""
+                           for rank in (row.source_rank, row.destination_rank)))
+    table.insert(7, "source_node", [source for source, _ in nodes])
+    table.insert(8, "destination_node", [destination for _, destination in nodes])
     table["bandwidth_MBps"] = table["size"] / table["time_s"] / MB
     return table.reset_index(drop=True)
 

@@ -16,6 +16,11 @@ from commbench.data.samples import quiet_nanmedian
 PAIR_DIMS = ("library", "placement", "pair_kernel", "size", "launch", "source_rank", "destination_rank")
 
 
+def rank_hosts(hosts) -> list[str]:
+    """Each rank's node, from one launch's `hosts` (comma-separated, one per rank; empty: none recorded)."""
+    return [host for host in str(hosts).split(",") if host]
+
+
 def pair_medians(pair_times_s: np.ndarray) -> np.ndarray:
     """(samples, ranks, ranks) -> (ranks, ranks): each pair's median, NaN where it was never timed."""
     return quiet_nanmedian(pair_times_s, axis=0)

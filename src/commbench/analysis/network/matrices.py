@@ -6,6 +6,7 @@ import numpy as np
 import xarray as xr
 
 from commbench.data.kernels import kernel_tags
+from commbench.data.pairs import rank_hosts
 from commbench.data.samples import quiet_nanmedian
 
 
@@ -28,7 +29,7 @@ def node_pair_times(ds: xr.Dataset, library: str, placement: str, kernel: str, s
     per_launch, names = [], []
     for launch in ds["launch"].values:
         matrix = point.sel(launch=launch).values
-        ranks = [host for host in str(hosts.sel(launch=launch).values).split(",") if host]
+        ranks = rank_hosts(hosts.sel(launch=launch).values)
         if not ranks or not np.isfinite(matrix).any():
             continue
         for host in ranks:
