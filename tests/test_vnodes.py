@@ -298,8 +298,11 @@ def connect(peer):
     raise SystemExit(f"{peer} never listened on port 7000")
 """
 
+# The link probes report the fastest of their readings: what the link itself adds. A slower one also
+# waited for a process to get a core back, which a neighbour's load decides (a clean-clone run beside
+# the Slurm and report tests read a 2 ms path delay as 3.5 ms in the median of 30 pings).
 LINK_PROBE = CONNECT + """
-import socket, statistics, sys, time
+import socket, sys, time
 role, peer, pings = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if role == "echo":
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); udp.bind(("0.0.0.0", 7001)); udp.settimeout(3)
@@ -333,12 +336,12 @@ else:
     time.sleep(0.2)
     for _ in range(50):
         udp.sendto(b"end", (peer, 7001))
-    print(statistics.median(times))
+    print(min(times))
 """
 
 
 def probe_link(network: dict, pings: int) -> tuple[float, int]:
-    """(median 1-byte TCP half round trip of `pings`, datagrams of 4000 that arrived) between two virtual
+    """(fastest 1-byte TCP half round trip of `pings`, datagrams of 4000 that arrived) between two virtual
     nodes."""
     with vnodes.virtual_cluster(2, network=network) as cluster:
         echo = subprocess.Popen(cluster.command_on("vnode1", [sys.executable, "-c", LINK_PROBE, "echo", "vnode0",
@@ -395,10 +398,10 @@ def test_the_first_segment_of_a_message_arrives_after_its_own_wire_time(can_make
         arrived = json.loads(receiver.communicate(timeout=30)[0])
     assert sender.returncode == 0, sender.stderr
     first_segment = sorted(a - s for a, s in zip(arrived, json.loads(sender.stdout)))
-    median = first_segment[rounds // 2]
-    print(f"first segment after {median * 1e3:.2f} ms (median of {rounds}; one segment's wire time "
+    fastest = first_segment[0]
+    print(f"first segment after {fastest * 1e3:.2f} ms (fastest of {rounds}; one segment's wire time "
           f"{segment_s * 1e3:.2f} ms): {[round(t * 1e3, 2) for t in first_segment]}")
-    assert segment_s <= median < 4 * segment_s
+    assert segment_s <= fastest < 4 * segment_s
 
 
 @needs_vnodes
