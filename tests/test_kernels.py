@@ -8,6 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from commbench.interactive.engines import ENGINE_SOURCE
 from commbench.io.raw import read_complete_output
 from commbench.launch.catalogue import catalogue
 from commbench.launch.families import family_named
@@ -193,21 +194,19 @@ def test_acknowledged_fan_out_latency_is_at_least_the_repeated_call_time(workspa
     assert np.median(ratios) >= 0.9, ratios
 
 
-# Both methods in one MPI job, through the harness's shared library: a launch of this machine settles at
-# one of two speeds (Open MPI's 8 B allreduce: 0.28-0.33 us or 0.55-0.66 us, whichever binding), so
-# bounds from separate launches compared which speed each launch drew (upper/lower from 0.86 to 4.3);
-# within one job every round read 1.7-2.2 (MPICH's: 2.0-2.3).
-BOUNDS_IN_ONE_JOB = """
-import ctypes, sys
-from mpi4py import MPI
+# Both methods in one MPI job, through the harness's shared library as the engines call it: a launch of
+# this machine settles at one of two speeds (Open MPI's 8 B allreduce: 0.28-0.33 us or 0.55-0.66 us,
+# whatever the binding), so bounds from separate launches compared which speed each launch drew
+# (upper/lower from 0.86 to 4.3); within one job every round read 1.7-2.2 (MPICH's, whose barrier of
+# zero-byte messages costs more: 8.5-11.2).
+BOUNDS_IN_ONE_JOB = ENGINE_SOURCE + """
+import sys
 library, rounds, folder, options = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-entry = ctypes.CDLL(library).commbench_run_fortran_comm
-entry.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+_commbench_load(library)
 for round_ in range(rounds):
     for method in ("lower", "upper"):
-        words = [word.encode() for word in ["commbench-kernels", "coll.allreduce", "--method", method, *options,
-                                            "-o", f"{folder}/{method}{round_}.jsonl"]]
-        if entry(MPI.COMM_WORLD.py2f(), len(words), (ctypes.c_char_p * (len(words) + 1))(*words, None)):
+        if _commbench_run(["commbench-kernels", "coll.allreduce", "--method", method, *options,
+                           "-o", f"{folder}/{method}{round_}.jsonl"]):
             sys.exit(f"coll.allreduce --method {method} failed")
 """
 
@@ -224,6 +223,7 @@ def test_collective_bounds_bracket_the_operation(workspace, built, tmp_path):
     family = family_named(installation["family"])
     env = {**os.environ, **QUICK_START[library], "TMPDIR": str(tmp_path),   # the runtime's session files
            "PYTHONPATH": "",                                                 # the library venv's mpi4py, not ours
+           "MPI4PY_RC_THREAD_LEVEL": "funneled",                             # as the binary starts MPI
            **family.launch_env(as_root=os.geteuid() == 0)}
     job = subprocess.run([installation["mpiexec"], "-n", "2", *family.bind_options("core"),
                           str(engine_python(installation)), "-c",
