@@ -275,21 +275,19 @@ def test_two_leaves_carry_a_pair_at_its_links_rate_within_a_leaf_and_at_the_upli
     # Those within are not held to the uplinks: four links' worth would be five times what crosses them,
     # and with four ranks and four links' processes on two cores they read 20.0-22.2 of 23.9 MB/s (a link's
     # rate is the free bisection's test above, at 25 Mbit/s).
-    kinds, across = {"within": [], "across": []}, {}
+    within, across = [], {}     # aggregate rates: of the samples within the leaves; across, by rank 0's partner
     for sample, matrix in zip(point.samples, point.pair_times_s):
         partner = int(np.flatnonzero(np.isfinite(matrix[:, 0]))[0])     # the sample's matching: rank 0's partner
         kind = "within" if leaf[partner] == leaf[0] else "across"
-        kinds[kind].append(4 * size / sample)
-        if kind == "across":
-            across.setdefault(partner, []).append(4 * size / sample)
+        (within if kind == "within" else across.setdefault(partner, [])).append(4 * size / sample)
         print(f"bisection, rank 0 with {partner} ({kind}): {4 * size / sample / 1e6:.2f} MB/s "
               f"({(4 * per_link if kind == 'within' else 2 * per_uplink) / 1e6:.2f} expected)")
     assert across, "no matching across the leaves drawn"
     medians = {partner: np.median(rates) / (2 * per_uplink) for partner, rates in across.items()}
     # The faster matching carries the uplinks' worth; neither carries more (the uplinks cap both).
     assert abs(max(medians.values()) - 1) < 0.10, medians
-    if kinds["within"]:
-        assert np.median(kinds["within"]) > 3 * 2 * per_uplink, kinds
+    if within:
+        assert np.median(within) > 3 * 2 * per_uplink, within
 
     result = launch(workspace, LIBRARIES[0], placement, ["fan.in", *timing], tmp_path)
     assert result.status == "ok", result.launch.get("console_tail")
