@@ -99,7 +99,11 @@ def test_zero_byte_tcp_pingpong_is_a_real_round_trip(workspace, built, tmp_path)
     result = launch(workspace, LIBRARIES[0], ON_NODE, ["tcp.pingpong", "--sizes", "0,8", "--min-samples", "10",
                                                       "--max-point-time", "0.5"], tmp_path)
     times = medians(result)
-    assert times[0] / times[8] > 0.5, times
+    # The two sizes are measured one after the other, so a host that slows down between them moves
+    # their ratio: CI once read 245 us against 544 us (20-30 us each here). A 0-byte write that sends
+    # nothing reads 0.0008 us against 24-31 us, a ratio of 3e-5: the bound sits two orders of
+    # magnitude from each.
+    assert times[0] / times[8] > 0.01, times
 
 
 @pytest.mark.alone
