@@ -12,6 +12,7 @@ from commbench.io.netcdf import write_dataset
 from commbench import open_campaign
 from commbench.io.raw import RawFileError, read_raw
 from commbench.data.samples import POINT_DIMS
+from commbench.report.methods import methods_markdown
 
 CONFIG = {
     "campaign": "unit",
@@ -88,6 +89,8 @@ def test_truncated_file_is_refused_with_a_clear_message(tmp_path):
     (lambda lines: lines[:2] + [lines[2][:-1] + ', "exit_skew_s": [1e-6, 2e-6]}'] + lines[3:],
      r"exit_skew_s at size 1 must be a list of 1 finite non-negative numbers of seconds, one per sample"),
     (lambda lines: lines[:2] + [lines[2][:-1] + ', "exit_skew_s": [-1e-6]}'] + lines[3:], "exit_skew_s at size 1"),
+    (lambda lines: lines[:2] + [lines[2][:-1] + ', "short_samples_dropped": -2}'] + lines[3:],
+     "short_samples_dropped must be a non-negative integer, got -2"),
     # pair times: one square matrix per sample, positive or null
     (lambda lines: lines[:2] + [lines[2][:-1] + ', "pair_times_s": [[null, 1e-6, 1e-6]]}'] + lines[3:],
      r"pair_times_s at size 1 must be 1 lists \(one per sample\) of ranks x ranks numbers"),
@@ -166,6 +169,27 @@ def test_dataset_has_the_contract_dims_and_marks_failed_and_refused_cells(tmp_pa
     assert summary["median"].sel(library="libA", placement="1N2P", kernel="pingpong.send", size=1).item() == pytest.approx(1e-6)
     failed = back.commbench.failed_runs()
     assert sorted(failed["status"]) == ["missing"] * 4 + ["refused", "timeout"]
+
+
+def test_samples_the_harness_left_out_reach_the_dataset_and_methods(tmp_path):
+    """A point whose samples started again after a slowed calibration says how many it left out, in the
+    dataset and in Methods; a launch that recorded none reads 0, a cell without data NaN."""
+    files = [complete(tmp_path, lib, "1N2P", launch, {1: [1e-6, 1.1e-6], 8: [2e-6]})
+             for lib in ("libA", "libB") for launch in (0, 1)]
+    lines = files[0].read_text().splitlines()
+    files[0].write_text("\n".join(lines[:2] + [lines[2][:-1] + ', "short_samples_dropped": 4}'] + lines[3:]) + "\n")
+    results, _ = read_all(files, on_error="record")
+    ds = build_dataset(campaign(), results, LIBRARIES, BUILDS, [])
+    dropped = ds["short_samples_dropped"].sel(kernel="pingpong.send", placement="1N2P")
+    assert dropped.sel(library="libA", launch=0, size=1).item() == 4
+    assert int((dropped == 0).sum()) == 7 and ds["short_samples_dropped"].sel(placement="2N1P").isnull().all()
+    text = methods_markdown(ds)
+    assert ("1 measured points started their samples again after one lasted less than half the calibrated length"
+            in text and "4 samples so taken were left out" in text), text
+    unslowed = build_dataset(campaign(), results[1:], LIBRARIES, BUILDS, [])
+    assert "No sample was left out: no point's samples started again." in methods_markdown(unslowed)
+    # A dataset from before the variable existed says nothing of it.
+    assert "left out" not in methods_markdown(ds.drop_vars("short_samples_dropped"))
 
 
 def test_strict_collection_raises_on_the_first_refused_file(tmp_path):

@@ -176,7 +176,7 @@ odd_values = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
                        st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5),
                        st.lists(st.integers(-3, 3), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 KEYS = ["record", "schema", "status", "library", "placement", "kernel", "launch", "size", "samples",
-        "iters_per_sample", "settled", "rse", "errors", "subtracted_s", "points", "hosts",
+        "iters_per_sample", "settled", "rse", "errors", "subtracted_s", "short_samples_dropped", "points", "hosts",
         "library_version", "timer_resolution_s", "harness_overhead_s", "cpu_binding", "kernel_info", "metric"]
 
 

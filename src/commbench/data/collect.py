@@ -206,8 +206,10 @@ def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecor
                 runs.pair_medians[cell, point.size] = pair_medians(point.pair_times_s)
         records = np.array([(order, p.settled, p.rse, p.iters_per_sample,
                              np.nan if p.errors is None else p.errors, p.subtracted_s,
-                             np.nan if p.exit_skew_s is None else np.median(p.exit_skew_s)) for order, p in points],
-                           dtype=float).reshape(-1, 7)
+                             np.nan if p.exit_skew_s is None else np.median(p.exit_skew_s),
+                             np.nan if p.short_samples_dropped is None else p.short_samples_dropped)
+                            for order, p in points],
+                           dtype=float).reshape(-1, 8)
         batches.append((cell, np.array([p.size for _, p in points], dtype=np.int64), records,
                         point_statistics([p.samples for _, p in points])))
     return batches
@@ -224,6 +226,7 @@ class _PointRecords:
     position: np.ndarray
     subtracted: np.ndarray
     exit_skew: np.ndarray
+    short_dropped: np.ndarray
     stats: PointStatistics
 
 
@@ -239,6 +242,7 @@ def _point_records(batches: list, axes: _Axes) -> tuple[list[int], _PointRecords
     position = np.full(point_shape, -1, dtype=np.int64)
     subtracted = np.full(point_shape, np.nan)
     exit_skew = np.full(point_shape, np.nan)
+    short_dropped = np.full(point_shape, np.nan)
     stats = PointStatistics(point_shape)
     for cell, point_sizes, records, computed in batches:
         n = len(point_sizes)
@@ -246,9 +250,10 @@ def _point_records(batches: list, axes: _Axes) -> tuple[list[int], _PointRecords
               np.array([si[int(size)] for size in point_sizes], dtype=np.int64), np.full(n, cell[3]))
         position[at], settled[at], rse[at] = records[:, 0], records[:, 1].astype(bool), records[:, 2]
         iters[at], errors[at], subtracted[at], exit_skew[at] = records[:, 3], records[:, 4], records[:, 5], records[:, 6]
+        short_dropped[at] = records[:, 7]
         stats.put_computed(np.stack(at, axis=1), computed)
     return sizes, _PointRecords(settled=settled, rse=rse, iters=iters, errors=errors, position=position,
-                                subtracted=subtracted, exit_skew=exit_skew, stats=stats)
+                                subtracted=subtracted, exit_skew=exit_skew, short_dropped=short_dropped, stats=stats)
 
 
 def _mark_refused(refused: list[RawFileError], axes: _Axes, runs: _RunRecords) -> None:
@@ -360,6 +365,11 @@ def _data_variables(sink, points: _PointRecords, runs: _RunRecords) -> dict:
                         {"units": "s", "long_name": "collectives timed in windows: how far apart the ranks "
                                                     "finished (last finish less first), the median over the "
                                                     "samples, each the median over its windows; NaN: not timed so"}),
+        "short_samples_dropped": (POINT_DIMS, points.short_dropped,
+                                  {"long_name": "samples taken and left out: shorter than half the calibrated "
+                                                "length (every calibration batch was slowed), so the size's "
+                                                "samples started again; NaN: not measured, or another "
+                                                "suite's imported results"}),
         "position": (POINT_DIMS, points.position,
                      {"long_name": "when the size was measured in its launch "
                                    "(0: first; -1: not measured); sizes are shuffled per launch"}),

@@ -7,7 +7,7 @@ the per-point statistics in seconds (mean, median, min, iqm, std, p50, p90, p99 
 quantiles) and the 95% interval of the median (`median_ci_low_s`, `median_ci_high_s`);
 `bandwidth_MBps`, the report's bandwidth (commbench.data.quantities.bandwidth: bytes moved / median time, in
 MB/s = 1e6 B/s); and `settled`, `rse`, `iters_per_sample`, `errors`, and where the dataset has
-them, each library row's `imported` and `source`.
+them, `short_samples_dropped` and each library row's `imported` and `source`.
 
 A dataset holding rows imported from another suite's files (commbench.data.imported) has three more
 kinds of column, empty (blank, NaN) in the rows commbench measured: `suite_metric` (what the value
@@ -33,7 +33,7 @@ from commbench.io.tables import table_format, write_table
 FORMATS = ("csv", "parquet", "json")   # of commbench.io.tables, those export writes
 TABLES = ("points", "pairs")
 MB = 1e6
-RECORDS = ("settled", "rse", "iters_per_sample", "errors")
+RECORDS = ("settled", "rse", "iters_per_sample", "errors", "short_samples_dropped")
 
 
 def points_table(ds: xr.Dataset) -> pd.DataFrame:

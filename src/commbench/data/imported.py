@@ -189,7 +189,7 @@ def _launch_result(m: Measurement, label: str, library: str, placement: str, lau
     iterations = m.iterations if m.iterations is not None else np.zeros(len(m.sizes), dtype=np.int64)
     errors = m.errors if m.errors is not None else [None] * len(m.sizes)
     points = [Point(size=int(size), samples=np.array([time]), iters_per_sample=int(n), settled=False,
-                    rse=math.nan, errors=None if e is None else int(e))
+                    rse=math.nan, errors=None if e is None else int(e), short_samples_dropped=None)
               for size, time, n, e in zip(m.sizes, sample_seconds(m, nprocs), iterations, errors)]
     args = {"window_buffers": "shared", "window": m.options.get("window", "unknown")} \
         if is_windowed(m.kernel, None) else {}

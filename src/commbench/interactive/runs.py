@@ -100,7 +100,8 @@ class _Progress:
                                         iters_per_sample=record["iters_per_sample"],
                                         settled=bool(record["settled"]), rse=record.get("rse", np.nan),
                                         errors=record.get("errors"),
-                                        subtracted_s=record.get("subtracted_s", np.nan)))
+                                        subtracted_s=record.get("subtracted_s", np.nan),
+                                        short_samples_dropped=record.get("short_samples_dropped", 0)))
 
     def close(self) -> None:
         if self.bar is not None:

@@ -49,6 +49,7 @@ ATTRIBUTES = {
     "rse": {"units": "1"},
     "iters_per_sample": {"units": "1"},
     "errors": {"units": "1"},
+    "short_samples_dropped": {"units": "1"},
     "position": {"units": "1"},
     "settled": {"units": "1"},
     "timer_resolution_s": {"units": "s", "long_name": "resolution of the kernel's timer"},

@@ -50,6 +50,9 @@ class Point:
     errors: int | None
     subtracted_s: float = math.nan   # what the kernel timed beside its (raw) samples, to be subtracted
     exit_skew_s: np.ndarray | None = None   # per sample, how far apart the ranks finished (window timing)
+    # Samples the harness took and left out: too short after a slowed calibration, the size started again
+    # (None: not recorded, another suite's results)
+    short_samples_dropped: int | None = 0
     # (samples, ranks, ranks): per sample, seconds per message from each source rank to each destination
     # (NaN: not timed, a rank and itself); None unless the kernel times pairs (allpairs)
     pair_times_s: np.ndarray | None = None
@@ -161,6 +164,9 @@ def _point(record: dict, path, number: int) -> Point:
     subtracted = record.get("subtracted_s")
     if subtracted is not None and _finite(subtracted) is None:
         raise RawFileError(path, number, f"subtracted_s must be a finite number or null, got {subtracted!r}")
+    dropped = record.get("short_samples_dropped", 0)
+    if not _is_int(dropped) or dropped < 0:
+        raise RawFileError(path, number, f"short_samples_dropped must be a non-negative integer, got {dropped!r}")
     n = len(times)
     skews = _per_sample(record, "exit_skew_s", _exit_skews, n, path, number,
                         f"a list of {n} finite non-negative numbers of seconds, one per sample")
@@ -170,7 +176,7 @@ def _point(record: dict, path, number: int) -> Point:
                  # The kernel writes -1 where the error is undefined (a single sample).
                  rse=math.nan if rse is None or rse < 0 else float(rse), errors=errors,
                  subtracted_s=math.nan if subtracted is None else float(subtracted), exit_skew_s=skews,
-                 pair_times_s=pairs)
+                 short_samples_dropped=dropped, pair_times_s=pairs)
 
 
 def _per_sample(record: dict, key: str, parse, samples: int, path, number: int, expected: str):

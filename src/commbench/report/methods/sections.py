@@ -21,6 +21,7 @@ from commbench.report.methods.computation import standing_cost_words
 from commbench.report.methods.facts import (NOT_RECORDED, _count, _duration, _Facts, _grouped, _over_launches,
                                             _span)
 from commbench.report.methods.imported import imported_paragraphs
+from commbench.report.methods.left_out import samples_left_out_words
 from commbench.report.methods.placements import placements_section
 from commbench.report.methods.rounds import rounds_paragraph, until_decided_paragraph
 from commbench.units import format_size
@@ -173,6 +174,7 @@ def _stopping(facts: _Facts) -> Section:
         settled = int(ours["settled"].where(ours["sample_count"] > 0, False).sum())
         rule += (f" {settled} of {counts.size} measured points reached the target; the others stopped at a cap "
                  "(their `settled` is false).")
+    rule += samples_left_out_words(ours, counts.size)
     spread = (f"Samples per point: {_span(counts, lambda n: f'{n:.0f}')} (median {np.median(counts):g})."
               if counts.size else "No point was measured.")
     return Section("Stopping rule", [_timing(facts), rule, spread])
