@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from slurm_cluster import local_slurm  # noqa: F401  (the real Slurm of virtual nodes of the `slurm` tests)
 from machine_share import (  # noqa: F401  (hooks: how tests run side by side, and which run alone)
-    pytest_collection_modifyitems, pytest_configure_node, pytest_runtest_protocol, pytest_unconfigure,
-    pytest_xdist_make_scheduler, run_folder)
+    pytest_collection_modifyitems, pytest_configure_node, pytest_runtest_makereport, pytest_runtest_protocol,
+    pytest_unconfigure, pytest_xdist_make_scheduler, run_folder)
 from worker_gc import pytest_configure, pytest_runtest_logfinish  # noqa: F401  (collection in the main thread)
 
 REPO = Path(__file__).resolve().parents[1]

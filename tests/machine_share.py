@@ -36,6 +36,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -185,6 +186,33 @@ def pytest_runtest_protocol(item, nextitem):
             share.release(keep=alone and nextitem is not None and nextitem.get_closest_marker(ALONE) is not None)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed `alone` test's report says how fast the host ran just after it, beside how fast it ran
+    when the `alone` group began: a timing test fails for a slowed host too (a virtual machine that
+    loses its CPU for minutes failed eight of them in a row once), and this tells the two apart."""
+    report = yield
+    share = item.config.stash.get(_SHARE, None)
+    if report.failed and share is not None and share.loop_at_start is not None and item.get_closest_marker(ALONE):
+        now = fixed_loop_time()
+        report.sections.append(("host speed", f"a fixed loop took {now * 1e3:.1f} ms after this failure, "
+                                              f"{share.loop_at_start * 1e3:.1f} ms as the `alone` tests began "
+                                              f"({now / share.loop_at_start:.2f} times as long)"))
+    return report
+
+
+def fixed_loop_time() -> float:
+    """The fastest of three runs of a fixed loop of Python (6-11 ms here): what one core gives now."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for number in range(200_000):
+            total += number
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
 class MachineShare:
     """One worker's side of the run's reader-writer lock (flock(2) on two files: the kernel drops
     a dead worker's locks, so a crashed worker never blocks the other)."""
@@ -193,6 +221,7 @@ class MachineShare:
         self.gate = open(folder / "gate", "a")
         self.lock = open(folder / "lock", "a")
         self.exclusive = False
+        self.loop_at_start: float | None = None   # the fixed loop's time once this worker first held the machine
 
     def acquire(self, alone: bool) -> None:
         if alone:
@@ -200,6 +229,8 @@ class MachineShare:
                 fcntl.flock(self.gate, fcntl.LOCK_EX)   # no new shared test starts beside us
                 fcntl.flock(self.lock, fcntl.LOCK_EX)   # the neighbours' current tests have ended
                 self.exclusive = True
+                if self.loop_at_start is None:
+                    self.loop_at_start = fixed_loop_time()
         else:
             fcntl.flock(self.gate, fcntl.LOCK_SH)       # waits while an `alone` test waits or runs
             fcntl.flock(self.gate, fcntl.LOCK_UN)
