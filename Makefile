@@ -5,8 +5,8 @@ CAMPAIGN ?= config/campaigns/quick.yaml
 DATASET ?= $(CAMPAIGN)
 PYTEST_ARGS ?=
 # Four tests at once on the two cores the suite is checked on (most of a test waits for a workflow, a
-# timeout, the machine's lock: measured on a clean clone, pytest took 931-956 s with three, 790 s with
-# four); those marked `alone` run with none beside them (tests/machine_share.py).
+# timeout, the machine's lock: measured on a clean clone, pytest took 931-956 s with three, 726-790 s
+# with four); those marked `alone` run with none beside them (tests/machine_share.py).
 TEST_WORKERS ?= 4
 
 BIN := $(VENV)/bin

@@ -4,7 +4,7 @@ Most of the suite waits more than it computes (a workflow polling its jobs, a hu
 Slurm's scheduler, a notebook's kernel starting, another test's launch holding the machine's lock):
 run one at a time on two cores it kept one of them busy on average (21 CPU-minutes in 21 minutes);
 two at a time used 1.55 of the two cores beside each other, three 1.64 (and ended 150 s sooner),
-four 1.69 in the part of the run where tests share the machine (and ended 140 s sooner than three).
+four 1.60-1.69 in the part of the run where tests share the machine (and ended 140-230 s sooner than three).
 Two kinds of test must not have a neighbour, and are marked `alone`:
 
 - tests that time something and check a ratio of two measurements (a protocol switch, a link's

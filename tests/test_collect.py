@@ -184,8 +184,8 @@ def test_samples_the_harness_left_out_reach_the_dataset_and_methods(tmp_path):
     assert dropped.sel(library="libA", launch=0, size=1).item() == 4
     assert int((dropped == 0).sum()) == 7 and ds["short_samples_dropped"].sel(placement="2N1P").isnull().all()
     text = methods_markdown(ds)
-    assert ("1 measured points started their samples again after one lasted less than half the calibrated length"
-            in text and "4 samples so taken were left out" in text), text
+    assert ("The samples of 1 measured point started again after one lasted less than half the calibrated length"
+            in text and "the harness left out the 4 samples so taken" in text), text
     unslowed = build_dataset(campaign(), results[1:], LIBRARIES, BUILDS, [])
     assert "No sample was left out: no point's samples started again." in methods_markdown(unslowed)
     # A dataset from before the variable existed says nothing of it.

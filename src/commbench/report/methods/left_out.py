@@ -7,9 +7,11 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from commbench.report.methods.facts import _count
+
 
 def samples_left_out_words(ours: xr.Dataset, measured: int) -> str:
-    """" No sample was left out." or " 2 measured points started their samples again ...": over the measured
+    """" No sample was left out ..." or " The samples of 2 measured points started again ...": over the measured
     points of commbench's own rows (`ours`, `measured` of them), as their launches recorded it; "" where
     none did (a dataset from before `short_samples_dropped`)."""
     if "short_samples_dropped" not in ours or not measured:
@@ -22,6 +24,7 @@ def samples_left_out_words(ours: xr.Dataset, measured: int) -> str:
     of = "" if recorded.sum() == measured else f" (of the {int(recorded.sum())} whose launches recorded it)"
     if not restarted:
         return f" No sample was left out{of}: no point's samples started again."
-    return (f" {restarted} measured points{of} started their samples again after one lasted less than half the "
-            "calibrated length (every calibration batch was slowed, as when another process holds a core "
-            f"throughout): {int(dropped[recorded].sum())} samples so taken were left out (`short_samples_dropped`).")
+    return (f" The samples of {_count(restarted, 'measured point')}{of} started again after one lasted less than "
+            "half the calibrated length (every calibration batch was slowed, as when another process holds a core "
+            f"throughout), and the harness left out the {_count(int(dropped[recorded].sum()), 'sample')} so taken "
+            "(`short_samples_dropped`).")
