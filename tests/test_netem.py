@@ -253,7 +253,12 @@ def test_two_leaves_carry_a_pair_at_its_links_rate_within_a_leaf_and_at_the_upli
     result = launch(workspace, LIBRARIES[0], placement, ["allpairs.isolated", *timing], tmp_path)
     assert result.status == "ok", result.launch.get("console_tail")
     point = next(point for point in result.points if point.size == size)
-    bandwidth = size / np.median(point.pair_times_s, axis=0)     # (source, destination)
+    # Each pair's fastest sample: no pair can beat its wire, so the fastest is what the link gives where the
+    # host kept up (here the fastest read 0.972-1.006 of its rate, the median 0.966-1.005, the same with a
+    # busy loop on each core beside the launch: the links' processes run at a real-time priority). A host that
+    # loses its CPU stalls those too: CI's median read 0.76 of vnode0 -> vnode1's link, the host 1.45 times
+    # slower after the failure by its fixed loop (tests/machine_share.py).
+    bandwidth = size / np.min(point.pair_times_s, axis=0)     # (source, destination)
     for a, b in ((a, b) for a in range(4) for b in range(4) if a != b):
         expected = per_link if leaf[a] == leaf[b] else per_uplink
         print(f"vnode{a} -> vnode{b}: {bandwidth[a, b] / 1e6:.2f} MB/s ({expected / 1e6:.2f} expected)")
