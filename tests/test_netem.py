@@ -200,21 +200,22 @@ def test_fan_in_and_out_read_the_middle_nodes_link_not_the_sum_of_the_others(wor
 
 @pytest.mark.mpi
 def test_a_bisection_reads_every_link_at_once_or_the_switch_they_share(workspace, built, tmp_path):
-    """Four virtual nodes on 25 Mbit/s links, in pairs of random matchings, each pair exchanging at once: on
-    free links the four together move four links' worth; behind a 50 Mbit/s switch, which all of it
+    """Four virtual nodes on 10 Mbit/s links, in pairs of random matchings, each pair exchanging at once: on
+    free links the four together move four links' worth; behind a 20 Mbit/s switch, which all of it
     crosses, the switch's worth. Every sample's matching is a perfect one, and every rank is timed.
 
     Each is judged by its fastest sample, as NetPIPE judges a size by its fastest trial: what else runs can
-    only add time, and the rest is the two cores' work, not the network's. Each node has one of the two
-    cores, and four ranks that wait by yielding and four links' processes keep both busy whatever the rate
-    (idle 10-20% at 25 and at 12.5 Mbit/s); runs of samples then read 0.74-0.90 of the free links' worth
-    and 0.88 of the switch's, whichever matching they drew, and a median over samples read 0.88 of the
-    links' in a clean-clone run. The fastest read 0.93-0.95 of the links' and 0.98 of the switch's."""
+    only add time. In some samples one of the eight directions reads 0.6-0.8 of its link, whatever the rate,
+    the message size (8 KiB or 64 KiB) or the host's load; the others read 0.93-0.98, and so do most samples.
+    The rate is low so that the two cores keep up with four links' processes and four ranks: at 25 Mbit/s
+    the fastest of six samples read 0.83-0.85 of the links' worth in 3 of 6 runs whose links' processes ran
+    at a normal priority and 0.895 in 1 of 2 with 2 ms of every 5 ms of each core taken by a process of
+    higher priority (0.93-0.95 otherwise); at 10 Mbit/s the fastest of ten read 0.960-0.963 in each case."""
     if reason := vnodes.unavailable_reason():
         pytest.skip(reason)
-    link, switch, size = {"rate": "25mbit", "mtu": 1500}, {"rate": "50mbit"}, 2**16
-    args = ["bisection", "--sizes", str(size), "--window", "4", "-x", "1", "--min-samples", "4", "--max-samples", "6",
-            "--max-point-time", "3"]
+    link, switch, size = {"rate": "10mbit", "mtu": 1500}, {"rate": "20mbit"}, 2**16
+    args = ["bisection", "--sizes", str(size), "--window", "4", "-x", "1", "--min-samples", "4", "--max-samples", "10",
+            "--max-point-time", "5"]
     expected = {"free": 4 * netem.expected_goodput_bytes_per_s(link["rate"], 1500),
                 "switched": netem.expected_goodput_bytes_per_s(switch["rate"], 1500)}
     for name, placement in (("free", Placement("4N1P", 4, 1, link)),
