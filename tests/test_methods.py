@@ -17,6 +17,7 @@ from commbench.interactive import append_to_campaign
 from commbench.io.netcdf import write_dataset
 from commbench import open_campaign
 from commbench.launch.families import FAMILIES
+from commbench.launch import wire
 from commbench.launch.placement import Placement
 from commbench.report.methods import NOT_RECORDED, methods, methods_html, methods_markdown
 
@@ -108,7 +109,7 @@ KINDS = {
     # Links made by wire processes, which record how much of the link's time one frame carried.
     "2N1P-wire": ({"nodes": 2, "ppn": 1, "network": {"rate": "20mbit", "mtu": 1500}},
                   {"transport": "tcp", "emulated": True, "emulation": "namespaces", "link_shaper": "wire",
-                   "link_burst_s": 125e-6}, ["vnode0", "vnode1"]),
+                   "link_burst_s": 125e-6, "link_priority": "real-time"}, ["vnode0", "vnode1"]),
     # Two leaf switches of two nodes, joined through uplinks of 20 Mbit/s.
     "4N1P-leaves": ({"nodes": 4, "ppn": 1, "network": {"rate": "50mbit", "mtu": 1500},
                      "topology": {"leaf_nodes": 2, "uplink": {"rate": "20mbit"}}},
@@ -170,6 +171,21 @@ def placement_items(ds) -> dict[str, str]:
     return {item.split(":", 1)[0]: item for item in section.items}
 
 
+def test_links_that_ran_without_their_real_time_priority_are_said_so_with_how_many_launches(tmp_path):
+    """A link process the host kept at the ranks' priority (commbench.launch.wire.raise_priority) can hold
+    frames back for a rank's time slice: Methods says in how many launches, and the first one's reason."""
+    refused = "normal: the kernel refused a real-time priority (Operation not permitted)"
+    launch = wire.launch_priority({"vnode0": refused, "vnode1": wire.REALTIME})
+    assert launch == f"vnode0: {refused}; vnode1: real-time"
+    assert wire.placement_priority([wire.REALTIME, "", wire.REALTIME]) == "real-time"
+    assert wire.placement_priority(["", ""]) == ""         # no launch recorded it: Methods says nothing
+    assert wire.placement_priority([wire.REALTIME, launch]) == f"not real-time in 1 of 2 launches ({launch})"
+    spec, how, hosts = KINDS["2N1P-wire"]
+    items = placement_items(recorded_dataset(tmp_path, {"2N1P-wire": (spec, {**how, "link_priority": launch}, hosts)}))
+    assert (f"the links' processes not real-time in 2 of 2 launches ({launch}), so that a rank's time slice could "
+            f"hold their frames back" in items["2N1P-wire"]), items["2N1P-wire"]
+
+
 def environment(family: str, emulation: str) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(launch_env(family, emulation).items())) or "none"
 
@@ -193,6 +209,8 @@ def test_each_placement_is_described_as_its_launches_recorded_it(tmp_path):
     assert ("shaped by a wire process per node" in items["2N1P-wire"] and "each frame carrying at most 125 us of "
             "the link's time (whole TCP segments, at least one)" in items["2N1P-wire"])
     assert not any("each frame" in item for name, item in items.items() if name != "2N1P-wire")
+    assert "each link's process at a real-time priority, above the ranks" in items["2N1P-wire"]
+    assert not any("priority" in item for name, item in items.items() if name != "2N1P-wire")
     assert ("nodes on 2 leaf switches of 2 (vnode0-vnode1, vnode2-vnode3), each joined to one spine through an "
             "uplink of 20 Mbit/s each way (shaped by netem each way, which serialises every packet at the rate)"
             in items["4N1P-leaves"])

@@ -229,7 +229,8 @@ def test_a_bisection_reads_every_link_at_once_or_the_switch_they_share(workspace
         totals = 4 * size / np.asarray(point.samples)
         aggregate = totals.max()
         print(f"bisection, {name}: {aggregate / 1e6:.2f} MB/s in all at best ({expected[name] / 1e6:.2f} expected), "
-              f"samples {', '.join(f'{total / 1e6:.2f}' for total in totals)}")
+              f"samples {', '.join(f'{total / 1e6:.2f}' for total in totals)}; links' processes: "
+              f"{result.launch.get('link_priority', 'netem')}")
         assert abs(aggregate / expected[name] - 1) < 0.10, name
 
 

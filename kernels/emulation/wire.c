@@ -12,9 +12,9 @@
  * (each segment's headers counted), which leaves when its last segment would have; what a message's
  * last byte waits is the same, at a fraction of the work per byte. Bursts are kept short (the node's
  * eth0 takes at most commbench.launch.wire.BURST_S of the link's time a frame, one segment at low
- * rates), since the receiver acknowledges a frame only once it is whole. The process runs at a
- * real-time priority, so that ranks busy-polling on the same cores delay a frame by the time to wake
- * it, not by a scheduler's time slice.
+ * rates), since the receiver acknowledges a frame only once it is whole. Its starter gives the process
+ * a real-time priority where the host allows one (commbench.launch.wire.raise_priority), so that ranks
+ * busy-polling on the same cores delay a frame by the time to wake it, not by a scheduler's time slice.
  *
  * A planted path fault (PATH arguments) gives the frames this node sends to one other node's IPv4 address
  * their own rate, delay and loss in place of the link's: the other node's wire does the same the other way.
@@ -34,7 +34,6 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -223,8 +222,6 @@ int main(int argc, char **argv)
                 tap < 0 || device < 0 ? strerror(errno) : "not a rate");
         return 1;
     }
-    struct sched_param priority = {.sched_priority = 10};
-    if (sched_setscheduler(0, SCHED_FIFO, &priority) < 0) perror("commbench-wire: real-time priority");
     to_switch.out = device;
     to_node.out = tap;
     to_node.cut_through = 1;

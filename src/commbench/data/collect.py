@@ -19,7 +19,7 @@ from commbench.data.sample_sinks import FileSamples, MemorySamples
 from commbench.data.samples import POINT_DIMS, STAT_COORDS, PointStatistics, point_statistics, start_variable
 from commbench.io import conventions
 from commbench.io.raw import LaunchResult, RawFileError, read_raw
-from commbench.launch import netem
+from commbench.launch import netem, wire
 
 RUN_DIMS = ("library", "placement", "kernel", "launch")
 
@@ -126,6 +126,7 @@ class _RunRecords:
     link_shaper: dict[str, str] = field(default_factory=dict)   # placement -> netem | wire | tbf (launch.netem)
     switch_shaper: dict[str, str] = field(default_factory=dict)   # placement -> netem | tbf
     link_burst: dict[str, float] = field(default_factory=dict)   # placement -> seconds (launch.wire.BURST_S)
+    link_priority: dict[str, list] = field(default_factory=dict)   # placement -> each launch's (launch.wire)
     # (run cell, size) -> (ranks, ranks) median pair times, of kernels that time pairs (commbench.data.pairs)
     pair_medians: dict = field(default_factory=dict)
 
@@ -185,6 +186,7 @@ def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecor
             runs.switch_shaper[meta["placement"]] = meta["switch_shaper"]
         if meta.get("link_burst_s"):
             runs.link_burst[meta["placement"]] = float(meta["link_burst_s"])
+        runs.link_priority.setdefault(meta["placement"], []).append(meta.get("link_priority", ""))
         run = result.run
         runs.resolution[cell] = run["timer_resolution_s"]
         runs.overhead[cell] = run["harness_overhead_s"]
@@ -315,6 +317,8 @@ def _coordinates(campaign: Campaign, axes: _Axes, sizes: list[int], runs: _RunRe
         "link_burst": ("placement", [runs.link_burst.get(name, np.nan) for name in axes.placements],
                        {"units": "s", "long_name": "the most of an emulated link's time one frame carried (wire: "
                                                    "whole TCP segments, at least one; NaN: not recorded)"}),
+        "link_priority": ("placement", [wire.placement_priority(runs.link_priority.get(p, [])) for p in axes.placements],
+                          {"long_name": "how wire link processes ran: real-time, or in how many launches not, and why"}),
         "switch_shaper": ("placement", [runs.switch_shaper.get(name, "") for name in axes.placements],
                           {"long_name": "what made the virtual nodes' shared switch: netem or tbf"}),
         "library_version": ("library", [runs.version[name] or "unknown" for name in axes.libraries]),

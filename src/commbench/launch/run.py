@@ -169,6 +169,8 @@ def _run_launch(installation, binary, kernel_args, scratch: str, placement, meta
             cluster = cleanup.enter_context(vnodes.virtual_cluster(placement.nodes, placement.network, placement.switch,
                                                                    faults=placement.faults,
                                                                    topology=placement.topology))
+            if cluster.link_priority:   # how the links' processes ran, as the host allowed
+                meta["link_priority"] = wire.launch_priority(cluster.link_priority)
         plan = plan_launch(installation, placement, str(Path(binary).resolve()), kernel_args,
                            str(partial.resolve()), library_env, cluster=cluster)
     except Unsupported as refusal:

@@ -49,6 +49,8 @@ class VirtualCluster:
     # joined to the cluster's bridge (the spine) through an uplink shaped each way at its rate
     topology: dict | None = None
     cpuset_root: Path | None = field(default=None, repr=False)
+    # hostname -> how its link's process ran, once started (commbench.launch.wire.raise_priority)
+    link_priority: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def directory(self) -> Path:

@@ -219,6 +219,7 @@ def _start_wire(cluster: VirtualCluster, node, index: int) -> None:
                              cluster.directory / f"{node.hostname}.wire.log", *_carriage(network), seed=index + 1,
                              paths=[(address, *_carriage(path)) for address, path in cluster.paths_of(index)])
         os.sched_setaffinity(process.pid, node.cpus)
+        cluster.link_priority[node.hostname] = wire.raise_priority(process.pid)
     except wire.WireError as error:
         raise VirtualNodesError(str(error)) from None
 

@@ -2,7 +2,8 @@
 hosts, virtual nodes on one host, or one host's loopback), the transport, the links' rate and MTU, the
 hosts, the environment commbench's launcher set and the CPUs each rank could run on, every one read
 from what the dataset recorded (`emulation`, `transport`, `network_rate`, `mtu`, `link_delay`, `link_loss`,
-`link_shaper`, `switch_rate`, `switch_shaper`, `faults`, `topology` on the placement; `hosts`, `launch_env`, `cpu_binding` per launch); what it lacks is NOT_RECORDED."""
+`link_shaper`, `link_burst`, `link_priority`, `switch_rate`, `switch_shaper`, `faults`, `topology` on the
+placement; `hosts`, `launch_env`, `cpu_binding` per launch); what it lacks is NOT_RECORDED."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def placements_section(facts: _Facts):
     ds = facts.ds
     coords = {name: facts.coord(name, "placement") for name in
               ("nodes", "ppn", "transport", "emulated", "emulation", "network_rate", "mtu", "switch_rate",
-               "link_delay", "link_loss", "link_shaper", "link_burst", "switch_shaper", "faults", "topology")}
+               "link_delay", "link_loss", "link_shaper", "link_burst", "link_priority", "switch_shaper",
+               "faults", "topology")}
     items = [f"{placement}: {'; '.join(_placement(facts, placement, {k: v.get(placement) for k, v in coords.items()}))}."
              for placement in (str(p) for p in ds["placement"].values)]
     # A placement no launch of which gave data recorded nothing of how it ran.
@@ -146,6 +148,7 @@ def _link(rate_bits, mtu, emulation: str, get: dict) -> str:
             f"{f'{int(mtu)} B' if mtu else NOT_RECORDED}"
             + (f" (bulk TCP payload at most {goodput:.4g} MB/s after IP and TCP headers)" if goodput else "")
             + f", {_shaper(get.get('link_shaper'))}" + _burst(get.get("link_burst"))
+            + _priority(get.get("link_priority"))
             + "".join(f", with {fault}" for fault in faults if fault) + _planted(get.get("faults")))
 
 
@@ -155,6 +158,17 @@ def _burst(seconds) -> str:
     if not _finite(seconds):
         return ""
     return f", each frame carrying at most {seconds * 1e6:g} us of the link's time (whole TCP segments, at least one)"
+
+
+def _priority(recorded) -> str:
+    """How the wire's processes ran, where it was recorded (datasets from before, and other shapers, have none)."""
+    from commbench.launch.wire import REALTIME
+
+    if not isinstance(recorded, str) or not recorded:
+        return ""
+    if recorded == REALTIME:
+        return ", each link's process at a real-time priority, above the ranks"
+    return f", the links' processes {recorded}, so that a rank's time slice could hold their frames back"
 
 
 def _planted(recorded) -> str:
