@@ -477,8 +477,8 @@ def cpu_hierarchy() -> Path | None:
 def test_a_link_process_runs_at_a_real_time_priority_from_a_cpu_group_without_a_real_time_budget(can_make_vnodes):
     """A job runner or container may start commbench in a cpu cgroup of its own, which has no real-time
     time (cpu.rt_runtime_us 0): there the kernel refuses a real-time priority, and the links' processes
-    would run at the ranks' priority (four nodes' bisection on 25 Mbit/s links then read 0.83-0.85 of its
-    worth in 3 of 6 runs). Each link's process still gets its priority, and the cluster records it."""
+    would run at the ranks' priority (Open MPI between two nodes on 1 Gbit/s links then read 0.63 of the rate
+    in 3 of 3 runs, MPICH 0.99). Each link's process still gets its priority, and the cluster records it."""
     hierarchy = cpu_hierarchy()
     if hierarchy is None:
         pytest.skip("no cgroup v1 cpu hierarchy with real-time group scheduling: nothing refuses the priority")
