@@ -172,7 +172,7 @@ def placement_items(ds) -> dict[str, str]:
 
 
 def test_links_that_ran_without_their_real_time_priority_are_said_so_with_how_many_launches(tmp_path):
-    """A link process the host kept at the ranks' priority (commbench.launch.wire.raise_priority) can hold
+    """A link process the host kept at the ranks' priority (commbench.launch.vnodes.lifecycle) can hold
     frames back for a rank's time slice: Methods says in how many launches, and the first one's reason."""
     refused = "normal: the kernel refused a real-time priority (Operation not permitted)"
     launch = wire.launch_priority({"vnode0": refused, "vnode1": wire.REALTIME})

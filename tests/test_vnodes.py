@@ -464,23 +464,14 @@ print(json.dumps({"refused": refused, "recorded": cluster.link_priority, "links"
 """
 
 
-def cpu_hierarchy() -> Path | None:
-    """cgroup v1's cpu hierarchy where the kernel budgets real-time time per group; None elsewhere."""
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        _, point, kind, options = line.split()[:4]
-        if kind == "cgroup" and "cpu" in options.split(",") and (Path(point) / "cpu.rt_runtime_us").exists():
-            return Path(point)
-    return None
-
-
 @needs_vnodes
 def test_a_link_process_runs_at_a_real_time_priority_from_a_cpu_group_without_a_real_time_budget(can_make_vnodes):
     """A job runner or container may start commbench in a cpu cgroup of its own, which has no real-time
     time (cpu.rt_runtime_us 0): there the kernel refuses a real-time priority, and the links' processes
     would run at the ranks' priority (Open MPI between two nodes on 1 Gbit/s links then read 0.63 of the rate
     in 3 of 3 runs, MPICH 0.99). Each link's process still gets its priority, and the cluster records it."""
-    hierarchy = cpu_hierarchy()
-    if hierarchy is None:
+    hierarchy = vnodes.cgroup_v1_hierarchy("cpu")
+    if hierarchy is None or not (hierarchy / "cpu.rt_runtime_us").exists():
         pytest.skip("no cgroup v1 cpu hierarchy with real-time group scheduling: nothing refuses the priority")
     if netem.shaper("namespaces") != "wire":
         pytest.skip("the links are netem, in the kernel: no link process")

@@ -13,7 +13,7 @@
  * last byte waits is the same, at a fraction of the work per byte. Bursts are kept short (the node's
  * eth0 takes at most commbench.launch.wire.BURST_S of the link's time a frame, one segment at low
  * rates), since the receiver acknowledges a frame only once it is whole. Its starter gives the process
- * a real-time priority where the host allows one (commbench.launch.wire.raise_priority), so that ranks
+ * a real-time priority where the host allows one (commbench.launch.vnodes.lifecycle), so that ranks
  * busy-polling on the same cores delay a frame by the time to wake it, not by a scheduler's time slice.
  *
  * A planted path fault (PATH arguments) gives the frames this node sends to one other node's IPv4 address

@@ -4,10 +4,10 @@ link its delay and loss. The node's eth0 is then a TAP device that the process h
 plugs the node into the switch is its `uplink`.
 
 `binary()` builds the program on first use (a C compiler, a second), `start()` runs one in a node's
-network namespace and returns once its eth0 exists, `raise_priority()` gives it a real-time priority
-where the host allows one (each launch records the answer as `link_priority`). The process ends with the
-process that started it (PR_SET_PDEATHSIG), and the cluster's removal ends it with everything else on
-the node.
+network namespace and returns once its eth0 exists; the node's maker then gives it PRIORITY where the
+host allows one (commbench.launch.vnodes.lifecycle, where the nodes' cgroups are made), and each launch
+records the answer as `link_priority`. The process ends with the process that started it
+(PR_SET_PDEATHSIG), and the cluster's removal ends it with everything else on the node.
 """
 
 from __future__ import annotations
@@ -83,46 +83,6 @@ def start(netns: str, tap: str, device: str, log: Path, rate_bits: float, delay_
         said = log.read_text(errors="replace").strip() if log.exists() else ""
         raise WireError(f"{PROGRAM} in {netns} did not start: {(said or line).strip()[-300:] or 'no answer'}")
     return process
-
-
-def raise_priority(pid: int) -> str:
-    """Gives link process `pid` its real-time priority; returns REALTIME, or "normal: " and why not.
-
-    Where the kernel budgets real-time time per cgroup, a cgroup v1 cpu group made by a job runner or a
-    container has none by default (cpu.rt_runtime_us 0) and refuses the priority. The process then leaves
-    that group for the cpu hierarchy's root, as the nodes' cpusets are made at their hierarchy's root: it
-    lives only as long as its cluster, and is still counted in every other hierarchy where it was."""
-    try:
-        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(PRIORITY))
-        return REALTIME
-    except PermissionError as refused:
-        why = refused.strerror
-    group = _cpu_group(pid)
-    if group is None:
-        return f"normal: the kernel refused a real-time priority ({why})"
-    root, path = group
-    budget = root / path.lstrip("/") / "cpu.rt_runtime_us"
-    if not budget.exists() or budget.read_text().strip() != "0":
-        return f"normal: the kernel refused a real-time priority ({why})"
-    try:
-        (root / "cgroup.procs").write_text(str(pid))
-        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(PRIORITY))
-        return REALTIME
-    except OSError as error:
-        return (f"normal: its cpu cgroup {path} has no real-time budget (cpu.rt_runtime_us 0), and moving it to "
-                f"{root} failed ({error.strerror})")
-
-
-def _cpu_group(pid: int) -> tuple[Path, str] | None:
-    """(the cgroup v1 cpu hierarchy's mount, `pid`'s group in it) where `pid` is in a group below its root."""
-    mounts = Path("/proc/self/mounts").read_text().splitlines()
-    root = next((Path(point) for _, point, kind, options, *_ in (line.split() for line in mounts)
-                 if kind == "cgroup" and "cpu" in options.split(",")), None)
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if root is not None and "cpu" in controllers.split(",") and path != "/":
-            return root, path
-    return None
 
 
 def launch_priority(priorities: dict[str, str]) -> str:

@@ -17,7 +17,8 @@ sweeping and removing clusters).
 """
 
 from commbench.launch.vnodes.cluster import (CLUSTER_NAME, MAX_NODES, PREFIX, RUN_ROOT, SUBNETS, VirtualCluster,
-                                             VirtualNode, VirtualNodesError, cpuset_root, plan, split_cpus)
+                                             VirtualNode, VirtualNodesError, cgroup_v1_hierarchy, cpuset_root, plan,
+                                             split_cpus)
 from commbench.launch.vnodes.lifecycle import (COMMANDS, KILL_WAIT_S, LINK_SHAPER, STAGING_PREFIX, STAGING_STALE_S,
                                                create, destroy, existing_clusters, owner_of, sweep,
                                                unavailable_reason, virtual_cluster)
@@ -25,7 +26,8 @@ from commbench.launch.vnodes.node_exec import node_exec_script, processes_on
 
 __all__ = [
     "CLUSTER_NAME", "COMMANDS", "KILL_WAIT_S", "LINK_SHAPER", "MAX_NODES", "PREFIX", "RUN_ROOT", "STAGING_PREFIX",
-    "STAGING_STALE_S", "SUBNETS", "VirtualCluster", "VirtualNode", "VirtualNodesError", "cpuset_root", "create",
+    "STAGING_STALE_S", "SUBNETS", "VirtualCluster", "VirtualNode", "VirtualNodesError", "cgroup_v1_hierarchy",
+    "cpuset_root", "create",
     "destroy", "existing_clusters", "node_exec_script", "owner_of", "plan", "processes_on", "split_cpus", "sweep",
     "unavailable_reason", "virtual_cluster",
 ]

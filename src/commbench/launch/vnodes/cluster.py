@@ -49,7 +49,7 @@ class VirtualCluster:
     # joined to the cluster's bridge (the spine) through an uplink shaped each way at its rate
     topology: dict | None = None
     cpuset_root: Path | None = field(default=None, repr=False)
-    # hostname -> how its link's process ran, once started (commbench.launch.wire.raise_priority)
+    # hostname -> how its link's process ran, once started (commbench.launch.vnodes.lifecycle._raise_priority)
     link_priority: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -132,17 +132,28 @@ class VirtualCluster:
 
 # -- where the nodes' CPUs come from ------------------------------------------------------------
 
-def cpuset_root() -> Path | None:
-    """The cgroup directory where cpusets can be made: cgroup v1's cpuset hierarchy, or a cgroup v2
-    root that offers the cpuset controller to its children; None where there is neither."""
+def cgroup_v1_hierarchy(controller: str) -> Path | None:
+    """Where cgroup v1 mounts the hierarchy of `controller` (cpuset, cpu); None where it does not."""
     try:
         mounts = Path("/proc/self/mounts").read_text().splitlines()
     except OSError:
         return None
     for line in mounts:
         _, point, kind, options = line.split()[:4]
-        if kind == "cgroup" and "cpuset" in options.split(","):
+        if kind == "cgroup" and controller in options.split(","):
             return Path(point)
+    return None
+
+
+def cpuset_root() -> Path | None:
+    """The cgroup directory where cpusets can be made: cgroup v1's cpuset hierarchy, or a cgroup v2
+    root that offers the cpuset controller to its children; None where there is neither."""
+    if (v1 := cgroup_v1_hierarchy("cpuset")) is not None:
+        return v1
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return None
     for line in mounts:
         _, point, kind = line.split()[:3]
         if kind == "cgroup2":

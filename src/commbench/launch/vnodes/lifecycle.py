@@ -36,7 +36,7 @@ from pathlib import Path
 from commbench.launch import netem, wire
 from commbench.launch.supervision import kill_all
 from commbench.launch.vnodes.cluster import (CLUSTER_NAME, RUN_ROOT, VirtualCluster, VirtualNodesError, _run,
-                                             cpuset_root, plan)
+                                             cgroup_v1_hierarchy, cpuset_root, plan)
 from commbench.launch.vnodes.node_exec import node_exec_script, processes_on
 
 COMMANDS = ("ip", "nsenter", "unshare", "mount")
@@ -219,9 +219,49 @@ def _start_wire(cluster: VirtualCluster, node, index: int) -> None:
                              cluster.directory / f"{node.hostname}.wire.log", *_carriage(network), seed=index + 1,
                              paths=[(address, *_carriage(path)) for address, path in cluster.paths_of(index)])
         os.sched_setaffinity(process.pid, node.cpus)
-        cluster.link_priority[node.hostname] = wire.raise_priority(process.pid)
+        cluster.link_priority[node.hostname] = _raise_priority(process.pid)
     except wire.WireError as error:
         raise VirtualNodesError(str(error)) from None
+
+
+def _raise_priority(pid: int) -> str:
+    """Gives link process `pid` its real-time priority; returns wire.REALTIME, or "normal: " and why not.
+
+    Where the kernel budgets real-time time per cgroup, a cgroup v1 cpu group made by a job runner or a
+    container has none by default (cpu.rt_runtime_us 0) and refuses the priority. The process then leaves
+    that group for the cpu hierarchy's root, as the nodes' cpusets are made at their hierarchy's root: it
+    lives only as long as its cluster, and is still counted in every other hierarchy where it was."""
+    try:
+        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(wire.PRIORITY))
+        return wire.REALTIME
+    except PermissionError as refused:
+        why = refused.strerror
+    group = _cpu_group(pid)
+    if group is None:
+        return f"normal: the kernel refused a real-time priority ({why})"
+    root, path = group
+    budget = root / path.lstrip("/") / "cpu.rt_runtime_us"
+    if not budget.exists() or budget.read_text().strip() != "0":
+        return f"normal: the kernel refused a real-time priority ({why})"
+    try:
+        (root / "cgroup.procs").write_text(str(pid))
+        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(wire.PRIORITY))
+        return wire.REALTIME
+    except OSError as error:
+        return (f"normal: its cpu cgroup {path} has no real-time budget (cpu.rt_runtime_us 0), and moving it to "
+                f"{root} failed ({error.strerror})")
+
+
+def _cpu_group(pid: int) -> tuple[Path, str] | None:
+    """(the cgroup v1 cpu hierarchy's mount, `pid`'s group in it) where `pid` is in a group below its root."""
+    root = cgroup_v1_hierarchy("cpu")
+    if root is None:
+        return None
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "cpu" in controllers.split(",") and path != "/":
+            return root, path
+    return None
 
 
 def _carriage(network: dict) -> tuple[float, float, float]:
