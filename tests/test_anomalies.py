@@ -9,6 +9,7 @@ import pytest
 
 import commbench.analysis  # noqa: F401  (registers ds.commbench)
 from commbench.analysis import anomalies
+from commbench.analysis.models import fit_piecewise
 from commbench.data import synthetic as syn
 
 from test_models import HEAVY, match_breakpoints, switch_sweep, true_first_sizes
@@ -115,6 +116,23 @@ def test_a_switch_every_launch_shows_is_found_though_whole_launches_differ_in_le
         found = anomalies.detect(curve.sizes, curve.times)
         assert kinds(found) == ["protocol_switch"], (seed, found)
         assert found.iloc[0]["size"] == 32768, (seed, found)
+
+
+EAGER_GRID = syn.linear(8192, 65536, 2048)
+
+
+def test_the_sizes_a_fit_leaves_out_before_a_switch_stay_before_it():
+    """A real curve, the per-size medians of eight launches of Open MPI's ping-pong between two virtual
+    nodes with a 32 KiB eager limit (us): the three sizes before the switch curve up from the line below
+    it, a little, and were left out of the fit. The switch was then placed where they begin, at 26 KiB,
+    by the detector and by the piecewise model; it is at 32 KiB."""
+    microseconds = [8.91, 14.16, 9.84, 14.95, 15.43, 15.80, 16.31, 16.58, 17.09, 17.38, 17.85, 19.97, 37.61,
+                    37.85, 38.21, 38.43, 38.71, 39.13, 39.34, 39.68, 39.91, 40.20, 40.63, 40.67, 41.03, 41.23,
+                    41.69, 41.84, 48.44]
+    times = np.array(microseconds)[:, None] * 1e-6
+    switches = anomalies.detect(EAGER_GRID, times).query("kind == 'protocol_switch'")
+    assert list(switches["size"]) == [32768] and list(switches["size_low"]) == [30720]
+    assert fit_piecewise(EAGER_GRID, times).breakpoints_bytes == (32768,)
 
 
 # --------------------------------------------------------------------------- packet steps
