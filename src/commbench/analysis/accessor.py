@@ -69,16 +69,20 @@ class CommbenchAccessor:
     def _curves(self):
         """Every (library, placement, kernel) with any data: its position, labels, sizes (bytes),
         sample cubes (n_sizes, n_launches, m) of at most commbench.data.samples.CUBE_SAMPLES order
-        statistics per point, and the true sample counts (n_sizes, n_launches); the sizes it never
+        statistics per point, the true sample counts and where in its launch each point was measured
+        (both (n_sizes, n_launches); positions None where the dataset has none); the sizes it never
         measured dropped. One curve's samples are read at a time."""
         ds = self._ds
         measured_curves = ds["sample_count"].transpose(*POINT_DIMS).values.any(axis=(3, 4))
         sizes = ds["size"].values
+        # Not recorded by every source (synthetic rows, another suite's results): then none is used.
+        positions = ds["position"].transpose(*POINT_DIMS).values if "position" in ds.data_vars else None
         for cell in zip(*np.nonzero(measured_curves)):
             counts, starts, values = curve_slice(ds, cell)
             measured = counts.any(axis=1)
             labels = {dim: ds[dim].values[i] for dim, i in zip(CURVE_DIMS, cell)}
-            yield cell, labels, sizes[measured], curve_cube(counts, starts, values)[measured], counts[measured]
+            yield (cell, labels, sizes[measured], curve_cube(counts, starts, values)[measured], counts[measured],
+                   None if positions is None else positions[cell][measured])
 
     def fit(self, model: str, **options) -> xr.Dataset:
         """Fits `model` ("hockney", "piecewise", "packet" or "regimes", see commbench.analysis.models) to every curve.
@@ -94,7 +98,7 @@ class CommbenchAccessor:
         if model not in FITS:
             raise ValueError(f"unknown model {model!r}; known: {', '.join(FITS)}")
         results = {}
-        for cell, _, sizes, times, counts in self._curves():
+        for cell, _, sizes, times, counts, _ in self._curves():
             try:
                 results[cell] = FITS[model](sizes, times, counts=counts, **options).variables()
             except ValueError:
@@ -138,8 +142,8 @@ class CommbenchAccessor:
 
         from commbench.analysis.anomalies import COLUMNS, detect, empty_table
 
-        tables = [detect(sizes, times, counts=counts, **options).assign(**labels)
-                  for _, labels, sizes, times, counts in self._curves()]
+        tables = [detect(sizes, times, counts=counts, positions=positions, **options).assign(**labels)
+                  for _, labels, sizes, times, counts, positions in self._curves()]
         tables = [table for table in tables if len(table)]
         if not tables:
             empty = empty_table()

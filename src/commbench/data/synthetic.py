@@ -178,6 +178,28 @@ def generate(sizes, truth: GroundTruth, noise: Noise = Noise(), n_samples: int =
 
 
 @dataclass(frozen=True)
+class Spell:
+    """A host that changes speed once part-way through each launch: the points a launch measures before
+    a point drawn at random (from none of them to all, each as likely) take `factor` times the time of
+    those after it. The sizes are measured in a random order per launch, as the harness's --shuffle does."""
+
+    factor: float = 0.6
+
+
+def with_spell(curve: SyntheticCurve, spell: Spell, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(times, positions) of `curve`, which has a launch axis, measured under `spell`; positions (n_sizes,
+    n_launches) say where in its launch each point was measured (0: first), as the dataset's `position`."""
+    if curve.times.ndim != 3:
+        raise ValueError("a spell needs a curve with a launch axis (generate with n_launches)")
+    rng = np.random.default_rng(seed)
+    n_sizes, n_launches = curve.times.shape[:2]
+    positions = np.stack([rng.permutation(n_sizes) for _ in range(n_launches)], axis=1)
+    changes = rng.integers(0, n_sizes + 1, size=n_launches)
+    factor = np.where(positions < changes[None, :], spell.factor, 1.0)
+    return curve.times * factor[:, :, None], positions
+
+
+@dataclass(frozen=True)
 class Drift:
     """What changes over a campaign that runs in rounds, for every row alike: round `slow_round` (None:
     none) `slow_factor` times slower (another job on the node for a while), and a ramp that makes each

@@ -48,7 +48,7 @@ def _levelled(curve: Curve, fit: StructuralModel, classes) -> Curve:
 
 
 def detect(sizes, times, threshold: float = 6.0, max_segments: int = 5,
-           min_segment_sizes: int = 3, counts=None) -> pd.DataFrame:
+           min_segment_sizes: int = 3, counts=None, positions=None) -> pd.DataFrame:
     """Findings of one curve, one row each; an empty table (with the columns) when there are none.
 
     Columns: kind (packet_steps, protocol_switch, alignment, spike); size (bytes
@@ -63,9 +63,11 @@ def detect(sizes, times, threshold: float = 6.0, max_segments: int = 5,
     that show it, NaN without a launch axis); bandwidth_before_Bps and
     bandwidth_after_Bps (switches). Columns that do not apply to a kind are NaN.
     With a launch axis, each launch is first brought to the common level (launch_levelled): the
-    findings are about the curve's shape, which launches of one row share.
+    findings are about the curve's shape, which launches of one row share. `positions` (n_sizes,
+    n_launches), where in its launch each point was measured, level each launch along that order too:
+    a host that changed speed part-way through a launch.
     """
-    curve = reduce_curve(sizes, launch_levelled(times), counts)
+    curve = reduce_curve(sizes, launch_levelled(times, positions), counts)
     if curve.sizes.size < MIN_SIZES:
         return empty_table()
     options = (threshold, max_segments, min_segment_sizes)
