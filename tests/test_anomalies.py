@@ -132,8 +132,9 @@ def test_a_switch_is_found_though_the_host_changed_speed_part_way_through_launch
     of 8 launches, and whole launches at either speed (`factor` 0.6; the reverse, 1 / 0.6, as well).
     The sizes are shuffled per launch, so each size's median across launches mixes the two speeds.
     With the points' positions each launch is levelled along its measurement order, and the switch is
-    found in every curve, at its size, and nothing else (200 of 200 seeds); from the times alone at its
-    size in 19 of these 30 (64-66 of 100), and something else in 3-5 of 30 (13-15 of 100)."""
+    found in every one of these curves, at its size, and nothing else (of 200 seeds: at its size in 200,
+    something else as well in 3); from the times alone at its size in 19 of these 30 (64-66 of 100),
+    and something else in 3-5 of 30 (13-15 of 100)."""
     found_alone = 0
     for seed in range(30):
         curve = syn.generate(EAGER_GRID, EAGER_32K, EAGER_NOISE, n_samples=50, n_launches=8, seed=seed)
