@@ -128,8 +128,9 @@ EAGER_NOISE = syn.Noise(0.01, tail_df=3, launch_relative=0.05, launch_point_rela
 
 @pytest.mark.parametrize("factor", [0.6, 1 / 0.6])
 def test_a_switch_is_found_though_the_host_changed_speed_part_way_through_launches(factor):
-    """That host ran the first 2 to 18 of a launch's 29 points at 0.6 times the time of the rest in 4
-    of 8 launches, and whole launches at either speed (`factor` 0.6; the reverse, 1 / 0.6, as well).
+    """That host ran the first 2 to 18 of a launch's 29 points at 0.6 times the time of the rest in 6
+    of 104 launches, and 19 wholly so; here every launch changes, at a point drawn from none to all of
+    its points (`factor` 0.6; the reverse, 1 / 0.6, as well).
     The sizes are shuffled per launch, so each size's median across launches mixes the two speeds.
     With the points' positions each launch is levelled along its measurement order, and the switch is
     found in every one of these curves, at its size, and nothing else (of 200 seeds: at its size in 200,
