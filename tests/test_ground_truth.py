@@ -60,11 +60,12 @@ def test_eager_limit_moves_the_protocol_switch_to_it(workspace, built, tmp_path,
         ["pingpong.send", "--min-samples", "20", "--max-samples", "50", "--max-point-time", "0.15"],
         # Between virtual nodes the host runs at one of two speeds, the faster taking 0.6 times as long
         # at every size, and changes part-way through some launches (the first 2 to 18 of 29 points fast
-        # in 6 of 104 launches kept; 19 fast throughout), though a point's samples agree within 1%. The sizes are shuffled, so their
-        # medians across launches mix the speeds: the switch was missed in 3 of 20 full test runs (none
-        # found; +9.9 us at 34 KiB, score 7) until the detector levelled each launch along the order its
-        # points were measured in (their positions). And where the fit left out the sizes just before the
-        # switch, it was placed where they begin (26 KiB, in 1 of 13 earlier runs of this test whose times were kept).
+        # in 6 of 104 launches kept; 19 fast throughout), though a point's samples agree within 1%. The
+        # sizes are shuffled, so their medians across launches mix the speeds: the switch was missed in
+        # 3 of 20 full test runs (none found; +9.9 us at 34 KiB, score 7) until the detector levelled
+        # each launch along the order its points were measured in (their positions). And where the fit
+        # left out the sizes just before the switch, it was placed where they begin (26 KiB, in 1 of 13
+        # earlier runs of this test whose times were kept).
         sizes, launches=8,
         library_env={**QUICK_START[OPEN_MPI], "OMPI_MCA_btl_tcp_eager_limit": str(eager_limit)})
     found = detect(sizes, times, positions=positions)

@@ -48,9 +48,9 @@ def relative_noise(curve: Curve, fit_s) -> np.ndarray:
 
 # A launch's host can change speed part-way through it. Between two virtual nodes here, 6 of 104 launches
 # of an Open MPI ping-pong ran their first 2 to 18 of 29 points at 0.6 times the time of the rest, the
-# change at one point of the measurement order, and 19 ran wholly at the faster speed. Sizes are shuffled per
-# launch, so such a spell falls on scattered sizes, and the medians across launches mix the two speeds
-# size by size. Each launch is given two levels, before and after the one place in its order that best
+# change at one point of the measurement order, and 19 ran wholly at the faster speed. Sizes are
+# shuffled per launch, so such a spell falls on scattered sizes, and the medians across launches mix the
+# two speeds size by size. Each launch is given two levels, before and after the one place in its order that best
 # splits it, each run this many points at least: one point off is a size's own anomaly. (With three,
 # a two-point spell at a launch's start was left in, and one of 60 synthetic curves without a switch
 # gave one, score 6.1.)
