@@ -25,7 +25,7 @@ help:
 	@echo "make versions                                         every MPICH and Open MPI release: built, launched, latency, bandwidth"
 	@echo "make scale                                            a centre-sized synthetic campaign: time and memory per step"
 
-# The analysis environment: Snakemake, xarray, Jupyter..., and commbench itself (editable).
+# The analysis environment: Snakemake, xarray, Jupyter..., and commlens itself (editable).
 $(READY): envs/analysis.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -q -r envs/analysis.txt
@@ -33,20 +33,20 @@ $(READY): envs/analysis.txt pyproject.toml
 	$(BIN)/python -m compileall -q src
 	touch $@
 
-# The workflow with commbench's progress on the console (Snakemake's own output in
+# The workflow with commlens's progress on the console (Snakemake's own output in
 # results/<campaign>/logs/snakemake.log), then the summary. Exits 1 after the dataset and report are
 # written when a library or launch gave no data (said last).
 campaign: $(READY)
-	$(BIN)/commbench run $(CAMPAIGN)
+	$(BIN)/commlens run $(CAMPAIGN)
 
 # The report alone, from an existing dataset (or a campaign file's dataset); no benchmark reruns.
 report: $(READY)
-	$(BIN)/commbench report $(DATASET)
+	$(BIN)/commlens report $(DATASET)
 
 dry-run: $(READY)
-	$(BIN)/commbench run $(CAMPAIGN) --dry-run
+	$(BIN)/commlens run $(CAMPAIGN) --dry-run
 
-# Bytecode for commbench's own modules first: the tests start hundreds of Pythons that import them, and
+# Bytecode for commlens's own modules first: the tests start hundreds of Pythons that import them, and
 # where PYTHONDONTWRITEBYTECODE is set each would compile them afresh (0.3 s a launch).
 test: $(READY) system
 	$(BIN)/python -m compileall -q src
@@ -88,7 +88,7 @@ lab: $(READY)
 
 # Re-pin the analysis environment from what is installed in $(VENV).
 lock: $(READY)
-	{ sed -n '/^#/p' envs/analysis.txt; $(BIN)/pip freeze --exclude-editable | grep -v '^commbench'; } > envs/analysis.txt.new
+	{ sed -n '/^#/p' envs/analysis.txt; $(BIN)/pip freeze --exclude-editable | grep -v '^commlens'; } > envs/analysis.txt.new
 	mv envs/analysis.txt.new envs/analysis.txt
 
 clean:

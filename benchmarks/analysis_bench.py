@@ -1,9 +1,9 @@
 """How long the analysis takes on a campaign-sized dataset: one million samples.
 
 2 libraries x 2 placements x 5 kernels x 50 sizes x 5 launches x 200 samples, synthetic
-(commbench.data.synthetic) with switches, packets, alignment and spikes mixed in, so the
-detectors do real work. Times each of ds.commbench.fit("hockney" | "piecewise" |
-"packet") and ds.commbench.anomalies(), and their total; the target is under 10 s on
+(commlens.data.synthetic) with switches, packets, alignment and spikes mixed in, so the
+detectors do real work. Times each of ds.commlens.fit("hockney" | "piecewise" |
+"packet") and ds.commlens.anomalies(), and their total; the target is under 10 s on
 2 cores. Run: .venv/bin/python benchmarks/analysis_bench.py
 """
 
@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-import commbench.analysis  # noqa: F401  (registers ds.commbench)
-from commbench.data import synthetic as syn
+import commlens.analysis  # noqa: F401  (registers ds.commlens)
+from commlens.data import synthetic as syn
 
 LIBRARIES = ("lib-a", "lib-b")
 PLACEMENTS = ("1N2P", "2N1P")
@@ -48,10 +48,10 @@ def main() -> None:
     samples = ds.sizes["sample"]
     print(f"dataset: {dict(ds['time'].sizes)}, {samples:,} samples")
     timings = {}
-    for name, task in [("fit hockney", lambda: ds.commbench.fit("hockney")),
-                       ("fit piecewise", lambda: ds.commbench.fit("piecewise")),
-                       ("fit packet", lambda: ds.commbench.fit("packet")),
-                       ("anomalies", lambda: ds.commbench.anomalies())]:
+    for name, task in [("fit hockney", lambda: ds.commlens.fit("hockney")),
+                       ("fit piecewise", lambda: ds.commlens.fit("piecewise")),
+                       ("fit packet", lambda: ds.commlens.fit("packet")),
+                       ("anomalies", lambda: ds.commlens.anomalies())]:
         start = time.perf_counter()
         result = task()
         timings[name] = time.perf_counter() - start

@@ -1,5 +1,5 @@
-"""`make validate` (compare): false calls and recall of commbench.analysis.compare, and of the
-launches-until-decided rule (commbench.analysis.sequential), on synthetic campaigns run in rounds.
+"""`make validate` (compare): false calls and recall of commlens.analysis.compare, and of the
+launches-until-decided rule (commlens.analysis.sequential), on synthetic campaigns run in rounds.
 
 Each campaign: two library rows (baseline, candidate) x 5 kernels x 20 sizes (1 B .. 512 KiB) =
 100 cells, run in rounds (round r runs launch r of every curve, in a random order per round), with
@@ -34,8 +34,8 @@ import numpy as np
 
 from scipy import stats as scipy_stats
 
-from commbench.analysis.sequential import after_round
-from commbench.data import synthetic as syn
+from commlens.analysis.sequential import after_round
+from commlens.data import synthetic as syn
 
 KERNELS = ("pingpong.send", "pingpong.ssend", "stream.uni", "multipair.stream", "collectives.bcast")
 SIZES = syn.powers_of_two(1, 512 * 1024)
@@ -92,7 +92,7 @@ def a_a(repeats: int) -> None:
             for seed in range(repeats):
                 ds = campaign(seed, rounds, drift=drift)
                 for paired in alarms:
-                    verdict = ds.commbench.compare(baseline="baseline", candidate="candidate",
+                    verdict = ds.commlens.compare(baseline="baseline", candidate="candidate",
                                                    pair_by_round=paired)["verdict"]
                     alarms[paired] += bool(np.isin(verdict.values, CALLED).any())
             print(f"  {name:<20} {rounds:>6} {rate(alarms[True], repeats):>21} {rate(alarms[False], repeats):>21}")
@@ -108,7 +108,7 @@ def planted(repeats: int) -> None:
             for seed in range(repeats):
                 slower = seed % 2 == 0
                 ds = campaign(10_000 + seed, rounds, 1 + effect if slower else 1 / (1 + effect), DRIFTS["ramp to 30% slower"])
-                hit, false = scores(by_kernel(ds.commbench.compare(baseline="baseline", candidate="candidate")["verdict"]),
+                hit, false = scores(by_kernel(ds.commlens.compare(baseline="baseline", candidate="candidate")["verdict"]),
                                     slower)
                 recall.append(hit)
                 fdp.append(false)
@@ -117,7 +117,7 @@ def planted(repeats: int) -> None:
 
 def adaptive(repeats: int, aa_repeats: int) -> None:
     print(f"Adaptive: rounds from {MIN_ROUNDS} until decided, at most 5 or 8 (alpha spending alpha t^2, "
-          f"commbench.analysis.sequential), ramp drift, {repeats} campaigns per row, {aa_repeats} without a "
+          f"commlens.analysis.sequential), ramp drift, {repeats} campaigns per row, {aa_repeats} without a "
           f"change (its FDR: share of campaigns with any call, with its 95% interval)")
     print(f"  {'budget':>6} {'effect':>6} {'recall':>7} {'FDR':>20} {'mean rounds':>12} {'at max':>7}")
     for budget in BUDGETS:

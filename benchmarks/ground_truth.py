@@ -1,6 +1,6 @@
 """`make validate`: what the models and the anomaly detector recover from curves whose truth is known.
 
-Synthetic curves (commbench.data.synthetic) with heavy-tailed noise (Student t with 3 degrees of
+Synthetic curves (commlens.data.synthetic) with heavy-tailed noise (Student t with 3 degrees of
 freedom, 2% rare delays of up to 5x, launch-to-launch shifts), each with a fixed seed. For each
 case the table gives the true value, the recovered one and the error. The tests in
 tests/test_models.py and tests/test_anomalies.py assert the acceptance bounds over wider
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from commbench.analysis import anomalies
-from commbench.analysis import models
-from commbench.data import synthetic as syn
+from commlens.analysis import anomalies
+from commlens.analysis import models
+from commlens.data import synthetic as syn
 
 HEAVY = dict(tail_df=3.0, outlier_fraction=0.02, outlier_scale=5.0)
 NOISE_LEVELS = (0.003, 0.01, 0.03)

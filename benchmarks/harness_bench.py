@@ -5,14 +5,14 @@ loops (benchmarks/reference_loops.c) built with the same mpicc:
   (a) harness overhead (an empty timed sample) as a fraction of the smallest latency:
       its share of the latency reported (a sample times many messages, and lasts at
       least 100 times the overhead), and an empty sample against one message alone;
-  (b) small-message latency, commbench over the reference loop, alternating in the same
-      launch (the reference program calls commbench through libcommbench-kernels.so):
+  (b) small-message latency, commlens over the reference loop, alternating in the same
+      launch (the reference program calls commlens through libcommlens-kernels.so):
       here a launch's own state moves MPICH's and Open MPI's small-message latency by
       tens of per cent from one launch to the next, the same for both programs, which
       separate launches would mistake for a difference between them;
-  (c) wall time to cover 1 B .. 4 MiB: commbench to its precision target against the
+  (c) wall time to cover 1 B .. 4 MiB: commlens to its precision target against the
       reference's fixed 10000/1000 iterations, each in launches of its own, alternating;
-  (d) bandwidth at 1 MiB and 4 MiB, commbench's stream.uni (window of 64 on one buffer, its
+  (d) bandwidth at 1 MiB and 4 MiB, commlens's stream.uni (window of 64 on one buffer, its
       default) over an osu_bw-style loop, alternating in the same launch as (b).
 Timings on a shared machine are noisy: read the ratios, not the absolute values.
 """
@@ -28,10 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from commbench.campaign import load_campaign
-from commbench.launch.placement import Placement
-from commbench.launch.plan import plan_launch
-from commbench.launch.libraries import in_environment
+from commlens.campaign import load_campaign
+from commlens.launch.placement import Placement
+from commlens.launch.plan import plan_launch
+from commlens.launch.libraries import in_environment
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCHES = 3          # for (b): launches, each alternating ROUNDS times
@@ -53,12 +53,12 @@ def build_reference(env_dir: str, build: Path) -> Path:
     reference = build / "reference-loops"
     subprocess.run(in_environment(env_dir, f"mpicc -O2 -Wall -Wextra -Werror -I {REPO / 'kernels' / 'harness'} "
                                            f"-o {reference} {REPO / 'benchmarks' / 'reference_loops.c'} "
-                                           f"-L {build} -lcommbench-kernels -Wl,-rpath,{build}"), check=True)
+                                           f"-L {build} -lcommlens-kernels -Wl,-rpath,{build}"), check=True)
     return reference
 
 
 def run_reference(library: dict, placement, reference: Path, args: list[str]) -> list[dict]:
-    """The reference program under commbench's own launch plan (binding, transports), with its
+    """The reference program under commlens's own launch plan (binding, transports), with its
     own arguments in place of the kernel options the plan adds."""
     env_dir = library["env_dir"]
     plan = plan_launch(library, placement, str(reference), [], "")
@@ -72,7 +72,7 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def alternating_ratios(library: dict, placement, reference: Path, mode: str, sizes: tuple[int, ...]) -> list[float]:
-    """commbench over the reference loop at `sizes`, per round of each launch: mean latency over
+    """commlens over the reference loop at `sizes`, per round of each launch: mean latency over
     the loop's (mode latency), or bandwidth (size / mean time per message) over the loop's."""
     ratios = []
     for _ in range(LAUNCHES):
@@ -101,7 +101,7 @@ def main(campaign_file: str) -> int:
         for _ in range(SWEEPS):
             with tempfile.TemporaryDirectory() as tmp:
                 out = Path(tmp) / "run.jsonl"
-                plan = plan_launch(record, placement, str(build / "commbench-kernels"),
+                plan = plan_launch(record, placement, str(build / "commlens-kernels"),
                                    ["pingpong.send", "-m", "1:4194304"], str(out))
                 _, wall_cb = sh(env_dir, plan.command, plan.env)
                 lines = read_jsonl(out)
@@ -123,14 +123,14 @@ def main(campaign_file: str) -> int:
         print(f"  (a) harness overhead in the smallest latency: {med['amortised']:.4%} of it, spread over a "
               f"sample's messages (an empty sample against one message alone: {med['overhead']:.2%}; "
               f"median of {SWEEPS} launches)")
-        print(f"  (b) latency at {', '.join(map(str, SMALL))} B, commbench / reference loop in the same launch: "
+        print(f"  (b) latency at {', '.join(map(str, SMALL))} B, commlens / reference loop in the same launch: "
               f"{statistics.median(ratios):.3f} (median of {len(ratios)} rounds in {LAUNCHES} launches; "
               f"rounds {min(ratios):.3f}..{max(ratios):.3f})")
-        print(f"  (c) time to measure 1 B..4 MiB: commbench {med['wall_cb']:.2f} s to 1% rse, reference "
+        print(f"  (c) time to measure 1 B..4 MiB: commlens {med['wall_cb']:.2f} s to 1% rse, reference "
               f"{med['wall_ref']:.2f} s at fixed iterations; ratio {med['wall_cb'] / med['wall_ref']:.2f} "
-              f"(whole commbench launch with mpiexec start-up: {med['launch_cb']:.2f} s)")
+              f"(whole commlens launch with mpiexec start-up: {med['launch_cb']:.2f} s)")
         for size, values in bandwidth.items():
-            print(f"  (d) bandwidth at {size // 2**20} MiB, commbench stream.uni / osu_bw-style loop in the same "
+            print(f"  (d) bandwidth at {size // 2**20} MiB, commlens stream.uni / osu_bw-style loop in the same "
                   f"launch: {statistics.median(values):.3f} (median of {len(values)} rounds in {LAUNCHES} launches; "
                   f"rounds {min(values):.3f}..{max(values):.3f})")
     return 0

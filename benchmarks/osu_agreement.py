@@ -1,21 +1,21 @@
-"""commbench side by side with OSU Micro-Benchmarks 7.x on one node: 8 B latency (osu_latency) and
-1 MiB and 4 MiB bandwidth (osu_bw), against commbench's --osu timing and its default timing.
+"""commlens side by side with OSU Micro-Benchmarks 7.x on one node: 8 B latency (osu_latency) and
+1 MiB and 4 MiB bandwidth (osu_bw), against commlens's --osu timing and its default timing.
 
     python benchmarks/osu_agreement.py OSU_DIR [--workspace DIR] [--rounds N] [--campaign FILE]
 
 OSU_DIR holds one folder per library of the campaign (default config/campaigns/quick.yaml), named as
 its rows are, each with osu_latency and osu_bw built with that library's mpicc (anywhere below it, as
-OSU's build tree leaves them in c/mpi/pt2pt/standard/). commbench neither ships nor builds OSU:
+OSU's build tree leaves them in c/mpi/pt2pt/standard/). commlens neither ships nor builds OSU:
 
     . build/envs/mpich-5.0.2/activate.sh
     cd /tmp/osu/mpich-5.0.2 && /path/to/osu-micro-benchmarks-7.4/configure CC=mpicc CXX=mpicxx
     make -C c/util && make -C c/mpi/pt2pt/standard osu_latency osu_bw
 
 The libraries' environments and kernel builds are the workspace's (default: this checkout's build/,
-as `make campaign` leaves it). Every program runs under commbench's own launch plan for 1N2P (binding,
+as `make campaign` leaves it). Every program runs under commlens's own launch plan for 1N2P (binding,
 transports), each in a launch of its own, in rounds: each round runs every program once, in an order
 that alternates from round to round, so whatever drifts on the machine meets every program alike. A
-round's ratio is commbench over OSU in that round (latency: time over time; bandwidth: MB/s over MB/s);
+round's ratio is commlens over OSU in that round (latency: time over time; bandwidth: MB/s over MB/s);
 the table gives the median over rounds and, in brackets, the rounds' range. OSU's numbers are the
 means of single timed iterations; --osu reports the same mean; the default reports the median of timed
 batches sampled to its precision target, so it differs where single iterations carry the timer's cost
@@ -33,15 +33,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from commbench.campaign import load_campaign
-from commbench.launch.libraries import in_environment
-from commbench.launch.placement import Placement
-from commbench.launch.plan import plan_launch
+from commlens.campaign import load_campaign
+from commlens.launch.libraries import in_environment
+from commlens.launch.placement import Placement
+from commlens.launch.plan import plan_launch
 
 REPO = Path(__file__).resolve().parents[1]
 LATENCY_SIZE = 8
 BANDWIDTH_SIZES = (2**20, 4 * 2**20)
-# (measure, program, commbench kernel, OSU's -m): one launch each per round.
+# (measure, program, commlens kernel, OSU's -m): one launch each per round.
 TESTS = (("latency", "osu_latency", "pingpong.send", f"{LATENCY_SIZE}:{LATENCY_SIZE}"),
          ("bandwidth", "osu_bw", "stream.uni", f"{BANDWIDTH_SIZES[0]}:{BANDWIDTH_SIZES[-1]}"))
 TIMINGS = ("osu", "precision")
@@ -55,7 +55,7 @@ def find_binary(folder: Path, name: str) -> Path:
 
 
 def launched(library: dict, binary: Path, args: list[str], output: str | None) -> str:
-    """`binary` with `args` under commbench's launch plan for 1N2P; its stdout."""
+    """`binary` with `args` under commlens's launch plan for 1N2P; its stdout."""
     plan = plan_launch(library, Placement("1N2P", 1, 2), str(binary), [], output or "")
     command = plan.command[:plan.command.index(str(binary)) + 1] + args
     if output:
@@ -74,8 +74,8 @@ def osu_values(stdout: str) -> dict[int, float]:
     return {int(row[0]): float(row[1]) for row in rows}
 
 
-def commbench_values(path: Path, measure: str, timing: str) -> dict[int, float]:
-    """What commbench reports per size, in OSU's units: the mean (--osu) or the median (default) time,
+def commlens_values(path: Path, measure: str, timing: str) -> dict[int, float]:
+    """What commlens reports per size, in OSU's units: the mean (--osu) or the median (default) time,
     as us for latency and as size / time in MB/s for bandwidth."""
     points = [json.loads(line) for line in path.read_text().splitlines()][1:-1]
     values = {}
@@ -86,7 +86,7 @@ def commbench_values(path: Path, measure: str, timing: str) -> dict[int, float]:
 
 
 def one_round(library: dict, kernels: Path, osu: Path, order: list[tuple[str, str]]) -> dict:
-    """{(measure, size, program): value} for one round, the programs in `order` ("OSU", or commbench
+    """{(measure, size, program): value} for one round, the programs in `order` ("OSU", or commlens
     with a timing)."""
     values = {}
     for measure, program in order:
@@ -98,8 +98,8 @@ def one_round(library: dict, kernels: Path, osu: Path, order: list[tuple[str, st
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "run.jsonl"
             args = [kernel, "-m", sizes, "--timing", program]
-            launched(library, kernels / "commbench-kernels", args, str(out))
-            for size, value in commbench_values(out, measure, program).items():
+            launched(library, kernels / "commlens-kernels", args, str(out))
+            for size, value in commlens_values(out, measure, program).items():
                 values[measure, size, program] = value
     return values
 
@@ -112,7 +112,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     options = parser.parse_args()
     campaign = load_campaign(options.campaign)
-    # OSU's own program, then commbench with each timing.
+    # OSU's own program, then commlens with each timing.
     programs = [(measure, program) for measure, *_ in TESTS for program in ("OSU", *TIMINGS)]
     rows = [("latency", LATENCY_SIZE, "us")] + [("bandwidth", size, "MB/s") for size in BANDWIDTH_SIZES]
     print(f"{'library':<16}{'measure':<22}{'OSU':>10}{'--osu':>10}{'ratio':>8} {'[rounds]':<14}"

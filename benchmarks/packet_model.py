@@ -4,7 +4,7 @@ A ping-pong (pingpong.send) over two virtual nodes, on a fine grid of sizes, for
 at 100 Mbit/s and 1 Gbit/s, on MPICH and Open MPI. On a link that serialises every packet, time
 against size steps up wherever a message needs one packet more: every MTU - 52 bytes of TCP payload
 (the period), by the packet's headers on the wire, 66 bytes, over the rate (the step height).
-commbench's packet-boundary detector (commbench.analysis.anomalies) finds the period and the step;
+commlens's packet-boundary detector (commlens.analysis.anomalies) finds the period and the step;
 the table gives true against found, and the exit status is 1 unless both are within 10% everywhere.
 Beside them, the time per byte the curve rises (a line through every size) against the packet model's,
 the rate with each packet's headers: what serialising at the rate gives whether or not the steps are
@@ -22,13 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from commbench.analysis.anomalies import detect
-from commbench.data.samples import launches_cube
-from commbench.io.raw import read_raw
-from commbench.launch import netem
-from commbench.launch.placement import Placement
-from commbench.launch.run import run_launch
-from commbench.launch.supervision import stop_when_told
+from commlens.analysis.anomalies import detect
+from commlens.data.samples import launches_cube
+from commlens.io.raw import read_raw
+from commlens.launch import netem
+from commlens.launch.placement import Placement
+from commlens.launch.run import run_launch
+from commlens.launch.supervision import stop_when_told
 
 REPO = Path(__file__).resolve().parent.parent
 LIBRARIES = ("mpich-5.0.2", "openmpi-5.0.11")
@@ -70,7 +70,7 @@ def main() -> int:
     print(f"Packet model over two virtual nodes, links shaped by {netem.shaper('namespaces')}: payload period (B), "
           f"step height (us) and time per byte (ns), true -> found (error); pass within {TOLERANCE:.0%}")
     failures = 0
-    with tempfile.TemporaryDirectory(prefix="commbench-packet-model-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="commlens-packet-model-") as scratch:
         for mtu in MTUS:
             payload = netem.tcp_payload_per_packet(mtu)
             step = max(1, payload // POINTS_PER_PACKET)

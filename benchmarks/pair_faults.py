@@ -1,7 +1,7 @@
 """`make validate`: slow nodes and links named, and groups of nodes that share a switch found, from
 all-pairs times with a planted fault or two leaf switches, truth beside what was found.
 
-- Synthetic (commbench.data.synthetic.pair_times: 8 nodes, 5 repetitions 20% apart, each measurement 5%;
+- Synthetic (commlens.data.synthetic.pair_times: 8 nodes, 5 repetitions 20% apart, each measurement 5%;
   no pair or node differs once and for all, so that the plant is the whole truth: tests/test_network_pairs.py
   adds that). Five random plants of each kind; five clusters of two leaves of four nodes dealt at random,
   every pair across them 1.4 times as slow, and one link across 1.3 times as slow besides, which must be
@@ -26,14 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from commbench.analysis.network import find_groups, find_slow_nodes_and_links
-from commbench.data import synthetic as syn
-from commbench.data.samples import quiet_nanmedian
-from commbench.io.raw import read_raw
-from commbench.launch import netem, vnodes
-from commbench.launch.placement import Placement
-from commbench.launch.run import run_launch
-from commbench.launch.supervision import stop_when_told
+from commlens.analysis.network import find_groups, find_slow_nodes_and_links
+from commlens.data import synthetic as syn
+from commlens.data.samples import quiet_nanmedian
+from commlens.io.raw import read_raw
+from commlens.launch import netem, vnodes
+from commlens.launch.placement import Placement
+from commlens.launch.run import run_launch
+from commlens.launch.supervision import stop_when_told
 
 REPO = Path(__file__).resolve().parent.parent
 NODES = [f"vnode{k}" for k in range(8)]
@@ -124,7 +124,7 @@ def measured(workspace: Path, kinds=KINDS) -> int:
           f"{LAUNCHES} launches a plant): planted -> named; groups found")
     rng = np.random.default_rng(2026)
     wrong = 0
-    with tempfile.TemporaryDirectory(prefix="commbench-pair-faults-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="commlens-pair-faults-") as scratch:
         for kind in kinds:
             for repetition in range(3 if kind == "two leaves" else 5):
                 a, b = (int(k) for k in rng.choice(len(NODES), 2, replace=False))

@@ -35,13 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
-from commbench import open_campaign
-from commbench.analysis.ranges import changed_ranges
-from commbench.io.raw import read_launch_record
-from commbench.units import format_size
+from commlens import open_campaign
+from commlens.analysis.ranges import changed_ranges
+from commlens.io.raw import read_launch_record
+from commlens.units import format_size
 
 REPO = Path(__file__).resolve().parents[1]
-COMMBENCH = Path(sys.executable).parent / "commbench"
+COMMLENS = Path(sys.executable).parent / "commlens"
 KiB = 1024
 
 
@@ -105,7 +105,7 @@ def run_campaign(name: str, text: str, during=None) -> Path:
     campaign.parent.mkdir(exist_ok=True)
     campaign.write_text(text)
     dataset = REPO / "results" / name / f"{name}.nc"
-    process = subprocess.Popen([str(COMMBENCH), "run", str(campaign), f"results/{name}/{name}.nc"], cwd=REPO,
+    process = subprocess.Popen([str(COMMLENS), "run", str(campaign), f"results/{name}/{name}.nc"], cwd=REPO,
                                stdout=subprocess.DEVNULL)
     while process.poll() is None:
         if during is not None:
@@ -136,7 +136,7 @@ def knob(which: str, reruns: int, rounds: int) -> None:
         name = f"knob-{which}-rerun{rerun}-{int(time.time())}"
         text = KNOB.format(name=name, variable=k.variable, low=k.limits[0], high=k.limits[1],
                            placement=k.placement, nodes=nodes, ppn=ppn, sizes=json.dumps(sizes), rounds=rounds)
-        result = open_campaign(run_campaign(name, text)).commbench.compare(baseline="baseline", candidate="candidate")
+        result = open_campaign(run_campaign(name, text)).commlens.compare(baseline="baseline", candidate="candidate")
         called = calls(result)
         hit = [s for s in k.between if s in called]
         false = [s for s in called if s not in k.between]
@@ -167,7 +167,7 @@ def aa() -> None:
     finally:
         if "process" in neighbour:
             neighbour["process"].kill()
-    result = ds.commbench.compare(baseline="mpich-5.0.2", candidate="mpich-5.0.2-again")
+    result = ds.commlens.compare(baseline="mpich-5.0.2", candidate="mpich-5.0.2-again")
     called = calls(result)
     ratio = result["ratio"].squeeze().values
     print(f"Real A/A: MPICH 5.0.2 against itself, 1N2P pingpong.send 1 B .. 1 MiB ({result.sizes['size']} sizes), "

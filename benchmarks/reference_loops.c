@@ -1,4 +1,4 @@
-/* The OSU-style reference loops that `make bench` holds commbench against, written from the
+/* The OSU-style reference loops that `make bench` holds commlens against, written from the
  * published algorithms:
  *   latency    for each size a fixed 10000 iterations (1000 above 8 KiB) after 100 (10)
  *              skipped, one MPI_Wtime pair around them all, latency = half the mean round trip
@@ -9,9 +9,9 @@
  *              (osu_bw).
  *
  *   reference-loops MODE [MIN:MAX]                      the loop over MIN..MAX, then its wall time
- *   reference-loops MODE MIN:MAX ROUNDS OUTPUT_PREFIX   ROUNDS times: the loop, then commbench's
+ *   reference-loops MODE MIN:MAX ROUNDS OUTPUT_PREFIX   ROUNDS times: the loop, then commlens's
  *       kernel for the same measurement (pingpong.send; stream.uni with a window of 64) over the
- *       same sizes (libcommbench-kernels.so, records to OUTPUT_PREFIX<round>.jsonl), alternating
+ *       same sizes (libcommlens-kernels.so, records to OUTPUT_PREFIX<round>.jsonl), alternating
  *       in one launch. A launch's own state (where the ranks landed, how the library polls)
  *       moves results by tens of per cent from one launch to the next here; inside one launch
  *       both see the same. */
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commbench.h"
+#include "commlens.h"
 
 enum { WINDOW = 64 };
 
@@ -101,9 +101,9 @@ int main(int argc, char **argv)
         char sizes[64], output[4096];
         snprintf(sizes, sizeof sizes, "%zu:%zu", min, max);
         snprintf(output, sizeof output, "%s%d.jsonl", argv[4], round);
-        char *latency_args[] = {"commbench", "pingpong.send", "-m", sizes, "-o", output, NULL};
-        char *bandwidth_args[] = {"commbench", "stream.uni", "-m", sizes, "--window", "64", "-o", output, NULL};
-        if (commbench_run(MPI_COMM_WORLD, bandwidth ? 8 : 6, bandwidth ? bandwidth_args : latency_args) != 0)
+        char *latency_args[] = {"commlens", "pingpong.send", "-m", sizes, "-o", output, NULL};
+        char *bandwidth_args[] = {"commlens", "stream.uni", "-m", sizes, "--window", "64", "-o", output, NULL};
+        if (commlens_run(MPI_COMM_WORLD, bandwidth ? 8 : 6, bandwidth ? bandwidth_args : latency_args) != 0)
             MPI_Abort(MPI_COMM_WORLD, 3);
     }
     fflush(stdout);

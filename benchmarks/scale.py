@@ -1,4 +1,4 @@
-"""`make scale`: a centre-sized synthetic campaign through commbench's own collection and analysis.
+"""`make scale`: a centre-sized synthetic campaign through commlens's own collection and analysis.
 
 5 libraries x 8 placements x 40 kernels x 80 sizes x 10 launches (1.28 million points), with
 heavy-tailed sample counts per point (log-normal around 200, clipped to 10..20,000), written as
@@ -6,14 +6,14 @@ raw launch files in the campaign format, then each step in a process of its own,
 time and peak memory (maximum resident set):
 
   generate   the raw files (not part of the targets: a campaign writes them as it runs)
-  collect    raw files -> dataset, streamed (commbench.data.collect, as the workflow's collect rule)
+  collect    raw files -> dataset, streamed (commlens.data.collect, as the workflow's collect rule)
   open       open_campaign: everything but the samples loaded
-  summary    ds.commbench.summary(): per-point statistics over launches, with intervals
-  fits       ds.commbench.fit("hockney") on every curve (samples read one curve at a time)
-  anomalies  ds.commbench.anomalies() on every curve
-  compare    two of its libraries against each other (ds.commbench.compare), then the campaign
-             against itself with one library row mapped onto another (as `commbench compare`)
-  report     `commbench report`: the report and its static figures
+  summary    ds.commlens.summary(): per-point statistics over launches, with intervals
+  fits       ds.commlens.fit("hockney") on every curve (samples read one curve at a time)
+  anomalies  ds.commlens.anomalies() on every curve
+  compare    two of its libraries against each other (ds.commlens.compare), then the campaign
+             against itself with one library row mapped onto another (as `commlens compare`)
+  report     `commlens report`: the report and its static figures
 
 Targets (2 cores, 24 GiB): peak memory under 4 GiB in every step and under 1 GiB in collect (its
 memory does not grow with the campaign: one launch's samples and one chunk of the dataset's at a
@@ -63,7 +63,7 @@ def campaign_config(kernels: int) -> dict:
 
 def generate(directory: Path, kernels: int) -> None:
     """Raw files as launches write them: a launch record, a run record, a point per size, an end."""
-    from commbench.campaign import Campaign, validate_campaign
+    from commlens.campaign import Campaign, validate_campaign
 
     config = validate_campaign(campaign_config(kernels))
     (directory / "campaign.json").write_text(json.dumps(config))
@@ -97,8 +97,8 @@ def generate(directory: Path, kernels: int) -> None:
 
 
 def step(name: str, directory: Path) -> None:
-    from commbench.campaign import Campaign
-    from commbench import open_campaign
+    from commlens.campaign import Campaign
+    from commlens import open_campaign
 
     dataset = directory / "scale.nc"
     if name == "generate":
@@ -106,8 +106,8 @@ def step(name: str, directory: Path) -> None:
         return
     config = json.loads((directory / "campaign.json").read_text())
     if name == "collect":
-        from commbench.data.collect import build_dataset, stream_raw
-        from commbench.io.netcdf import write_dataset
+        from commlens.data.collect import build_dataset, stream_raw
+        from commlens.io.netcdf import write_dataset
 
         campaign = Campaign("scale", str(directory / "campaign.json"), config)
         libraries = {m: {"name": m, "status": "ok", "family": "mpich"} for m in campaign.mpi_names}
@@ -123,23 +123,23 @@ def step(name: str, directory: Path) -> None:
     else:
         ds = open_campaign(dataset)
         if name == "summary":
-            ds.commbench.summary().load()
+            ds.commlens.summary().load()
         elif name == "fits":
-            ds.commbench.fit("hockney", n_boot=100)
+            ds.commlens.fit("hockney", n_boot=100)
         elif name == "anomalies":
-            ds.commbench.anomalies()
+            ds.commlens.anomalies()
         elif name == "compare":
-            from commbench.analysis.compare import across, verdict_counts
+            from commlens.analysis.compare import across, verdict_counts
 
             started = time.monotonic()
-            within = ds.commbench.compare(baseline="lib-0", candidate="lib-1")
+            within = ds.commlens.compare(baseline="lib-0", candidate="lib-1")
             print(f"  compare lib-0 with lib-1: {time.monotonic() - started:.1f} s, {verdict_counts(within)}")
             started = time.monotonic()
             between = across(ds.sel(library=["lib-0"]), open_campaign(dataset), {"lib-0": "lib-1"})
             print(f"  compare two campaigns (lib-0 -> lib-1): {time.monotonic() - started:.1f} s, "
                   f"{verdict_counts(between)}")
         elif name == "report":
-            from commbench.report import run_report_notebook
+            from commlens.report import run_report_notebook
 
             run_report_notebook(dataset, directory / "report")
 

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from commbench import open_campaign
+from commlens import open_campaign
 
 SMALL, LARGE = 8, 1 << 20
 # MPI-4 kernels and the MPI-3 kernel each is held against.
@@ -25,7 +25,7 @@ MPI4_TWINS = {"pingpong.persistent": "pingpong.send", "pingpong.partitioned": "p
 
 def main(path: str) -> int:
     ds = open_campaign(path)
-    medians = ds.commbench.summary(ci=False)["median"]
+    medians = ds.commlens.summary(ci=False)["median"]
     median = medians.sel(kernel="pingpong.send")
     status = ds["status"].sel(kernel="pingpong.send")
     header = (f"{'library':<16}{'version':<10}{'launcher':<9}{'built':<7}{'warn':>5}  {'launched':<14}"

@@ -12,18 +12,18 @@
 
 #include "patterns.h"
 
-double copy_memory(struct cb_context *ctx, size_t size, long iterations)
+double copy_memory(struct cl_context *ctx, size_t size, long iterations)
 {
     if (ctx->rank != 0) return 1;
     for (long i = 0; i < iterations; i++) {
-        memcpy(cb_message(&ctx->recv, i), cb_message(&ctx->send, i), size);
+        memcpy(cl_message(&ctx->recv, i), cl_message(&ctx->send, i), size);
         /* Keep the copy: the compiler may not drop it however the result is used. */
         __asm__ __volatile__("" : : "r"(ctx->recv.base) : "memory");
     }
     return 1;
 }
 
-const char *no_integrity(struct cb_context *ctx, size_t max_size)
+const char *no_integrity(struct cl_context *ctx, size_t max_size)
 {
     (void)max_size;
     return ctx->integrity ? "this baseline has no integrity mode" : NULL;
@@ -55,7 +55,7 @@ static int read_all(int fd, unsigned char *p, size_t n)
 
 /* Rank 1 listens on an ephemeral port and tells rank 0 its host and port; rank 0
  * connects (over loopback when both share a host). */
-const char *tcp_connect(struct cb_context *ctx, size_t max_size)
+const char *tcp_connect(struct cl_context *ctx, size_t max_size)
 {
     (void)max_size;
     const char *problem = no_integrity(ctx, max_size);
@@ -97,14 +97,14 @@ const char *tcp_connect(struct cb_context *ctx, size_t max_size)
     return any_failed ? "tcp.pingpong: could not connect a TCP socket between ranks 0 and 1" : NULL;
 }
 
-void tcp_close(struct cb_context *ctx)
+void tcp_close(struct cl_context *ctx)
 {
     (void)ctx;
     if (tcp_socket >= 0) close(tcp_socket);
     tcp_socket = -1;
 }
 
-double tcp_pingpong(struct cb_context *ctx, size_t size, long iterations)
+double tcp_pingpong(struct cl_context *ctx, size_t size, long iterations)
 {
     if (ctx->rank > 1) return 2;
     /* A byte stream has no empty message: writing 0 bytes sends nothing and reading 0 returns at
@@ -112,7 +112,7 @@ double tcp_pingpong(struct cb_context *ctx, size_t size, long iterations)
     size_t wire = size ? size : 1;
     int failed = 0;
     for (long i = 0; i < iterations && !failed; i++) {
-        unsigned char *out = cb_message(&ctx->send, i), *in = cb_message(&ctx->recv, i);
+        unsigned char *out = cl_message(&ctx->send, i), *in = cl_message(&ctx->recv, i);
         if (ctx->rank == 0) failed = write_all(tcp_socket, out, wire) || read_all(tcp_socket, in, wire);
         else failed = read_all(tcp_socket, in, wire) || write_all(tcp_socket, out, wire);
     }

@@ -32,7 +32,7 @@
 
 enum coll_op { BCAST, SCATTER, SCATTERV, SCAN, REDUCE, GATHER, GATHERV, ALLREDUCE, ALLGATHER,
                ALLGATHERV, ALLTOALL, ALLTOALLV, REDUCE_SCATTER, BARRIER,
-#if CB_MPI4_CALLS
+#if CL_MPI4_CALLS
                BCAST_INIT, ALLREDUCE_INIT,
 #endif
 };
@@ -41,12 +41,12 @@ struct coll {
     MPI_Datatype type;   /* the data's type; reductions need an arithmetic one */
     int *counts, *displs;
     double *half_ack;    /* per rank: half the median round trip of a zero-byte message with rank 0 */
-    struct cb_clock_model clock;   /* --method window: this rank's clock against rank 0's */
+    struct cl_clock_model clock;   /* --method window: this rank's clock against rank 0's */
     double window_s;     /* --method window: the current window length, for window_size */
     size_t window_size;
     long windows, late_windows;    /* rank 0: windows timed, windows some rank entered late */
-    void (*call)(struct cb_context *, enum coll_op, size_t);   /* what the timed loops call (measure()) */
-#if CB_MPI4_CALLS
+    void (*call)(struct cl_context *, enum coll_op, size_t);   /* what the timed loops call (measure()) */
+#if CL_MPI4_CALLS
     MPI_Request persistent;   /* the persistent twins' request, for persistent_count elements */
     int persistent_count;
 #endif
@@ -54,7 +54,7 @@ struct coll {
 
 static struct coll coll;
 
-static const char *coll_setup(struct cb_context *ctx, size_t max_size)
+static const char *coll_setup(struct cl_context *ctx, size_t max_size)
 {
     (void)max_size;
     if (ctx->integrity) return "collectives have no integrity mode";
@@ -69,14 +69,14 @@ static const char *coll_setup(struct cb_context *ctx, size_t max_size)
     coll.window_s = 0;
     coll.window_size = 0;
     coll.windows = coll.late_windows = 0;
-#if CB_MPI4_CALLS
+#if CL_MPI4_CALLS
     coll.persistent = MPI_REQUEST_NULL;
 #endif
     ctx->state = &coll;
     return NULL;
 }
 
-void coll_teardown(struct cb_context *ctx)
+void coll_teardown(struct cl_context *ctx)
 {
     if (ctx->rank == 0 && coll.windows > 0)
         fprintf(stderr, "%s: %ld of %ld windows entered late by some rank, left out\n", "--method window",
@@ -84,16 +84,16 @@ void coll_teardown(struct cb_context *ctx)
     free(coll.counts);
     free(coll.displs);
     free(coll.half_ack);
-#if CB_MPI4_CALLS
+#if CL_MPI4_CALLS
     if (coll.persistent != MPI_REQUEST_NULL) MPI_Request_free(&coll.persistent);
 #endif
     ctx->state = NULL;
 }
 
-#if CB_MPI4_CALLS
+#if CL_MPI4_CALLS
 /* A persistent twin's call: its request is made where the size changes (in the size's warm-up; every rank
  * makes it at the same call, as a collective needs), then started and waited for. */
-static void start_persistent(struct cb_context *ctx, enum coll_op op, void *send, void *recv, int count)
+static void start_persistent(struct cl_context *ctx, enum coll_op op, void *send, void *recv, int count)
 {
     if (coll.persistent == MPI_REQUEST_NULL || coll.persistent_count != count) {
         if (coll.persistent != MPI_REQUEST_NULL) MPI_Request_free(&coll.persistent);
@@ -109,10 +109,10 @@ static void start_persistent(struct cb_context *ctx, enum coll_op op, void *send
 #endif
 
 /* One call of the operation with `size` bytes per rank (and per destination). */
-static void call(struct cb_context *ctx, enum coll_op op, size_t size)
+static void call(struct cl_context *ctx, enum coll_op op, size_t size)
 {
     void *send = ctx->send.base + ctx->send.align, *recv = ctx->recv.base + ctx->recv.align;
-    int count = cb_count(ctx, size);
+    int count = cl_count(ctx, size);
     for (int r = 0; r < ctx->nprocs; r++) {
         coll.counts[r] = count;
         coll.displs[r] = r * count;
@@ -136,7 +136,7 @@ static void call(struct cb_context *ctx, enum coll_op op, size_t size)
         break;
     case REDUCE_SCATTER: MPI_Reduce_scatter(send, recv, coll.counts, t, MPI_SUM, comm); break;
     case BARRIER: MPI_Barrier(comm); break;
-#if CB_MPI4_CALLS
+#if CL_MPI4_CALLS
     case BCAST_INIT:
     case ALLREDUCE_INIT: start_persistent(ctx, op, send, recv, count); break;
 #endif
@@ -144,14 +144,14 @@ static void call(struct cb_context *ctx, enum coll_op op, size_t size)
 }
 
 /* --test-late-entry: the last rank enters every call that much later, so that no call can take less. */
-static void late_call(struct cb_context *ctx, enum coll_op op, size_t size)
+static void late_call(struct cl_context *ctx, enum coll_op op, size_t size)
 {
-    if (ctx->rank == ctx->nprocs - 1) cb_spin(ctx->timer, ctx->params.test_late_entry);
+    if (ctx->rank == ctx->nprocs - 1) cl_spin(ctx->timer, ctx->params.test_late_entry);
     call(ctx, op, size);
 }
 
 /* A barrier of zero-byte messages: everyone reports to rank 0, rank 0 releases everyone. */
-static void point_to_point_barrier(struct cb_context *ctx)
+static void point_to_point_barrier(struct cl_context *ctx)
 {
     if (ctx->rank == 0) {
         for (int r = 1; r < ctx->nprocs; r++) MPI_Recv(NULL, 0, MPI_BYTE, r, 9, ctx->comm, MPI_STATUS_IGNORE);
@@ -173,14 +173,14 @@ static int compare(const void *a, const void *b)
  * every timed iteration carries one acknowledgement, which takes at least half the shortest round
  * trip, so the corrected time per call stays positive however noisy the round trips were (with the
  * median, a busy moment while measuring them made it zero or less). */
-static void measure_acknowledgements(struct cb_context *ctx)
+static void measure_acknowledgements(struct cl_context *ctx)
 {
     enum { TRIPS = 201 };
     double trips[TRIPS];
     for (int peer = 1; peer < ctx->nprocs; peer++) {
         MPI_Barrier(ctx->comm);
         for (int i = 0; i < TRIPS; i++) {
-            double t0 = cb_now(ctx->timer);
+            double t0 = cl_now(ctx->timer);
             if (ctx->rank == 0) {
                 MPI_Send(NULL, 0, MPI_BYTE, peer, 8, ctx->comm);
                 MPI_Recv(NULL, 0, MPI_BYTE, peer, 8, ctx->comm, MPI_STATUS_IGNORE);
@@ -188,7 +188,7 @@ static void measure_acknowledgements(struct cb_context *ctx)
                 MPI_Recv(NULL, 0, MPI_BYTE, 0, 8, ctx->comm, MPI_STATUS_IGNORE);
                 MPI_Send(NULL, 0, MPI_BYTE, 0, 8, ctx->comm);
             }
-            trips[i] = cb_now(ctx->timer) - t0;
+            trips[i] = cl_now(ctx->timer) - t0;
         }
         qsort(trips, TRIPS, sizeof trips[0], compare);
         coll.half_ack[peer] = trips[0] / 2;
@@ -197,30 +197,30 @@ static void measure_acknowledgements(struct cb_context *ctx)
 
 /* Calls in which `acker` acknowledges each one to rank 0: time per call at rank 0
  * less half the acknowledgement's round trip. */
-static double acknowledged_latency(struct cb_context *ctx, enum coll_op op, size_t size, long iterations,
+static double acknowledged_latency(struct cl_context *ctx, enum coll_op op, size_t size, long iterations,
                                    int acker)
 {
     MPI_Barrier(ctx->comm);
-    double t0 = cb_now(ctx->timer);
+    double t0 = cl_now(ctx->timer);
     for (long i = 0; i < iterations; i++) {
         coll.call(ctx, op, size);
         if (ctx->rank == acker) MPI_Send(NULL, 0, MPI_BYTE, 0, 7, ctx->comm);
         else if (ctx->rank == 0) MPI_Recv(NULL, 0, MPI_BYTE, acker, 7, ctx->comm, MPI_STATUS_IGNORE);
     }
-    return (cb_now(ctx->timer) - t0) / (double)iterations - coll.half_ack[acker];
+    return (cl_now(ctx->timer) - t0) / (double)iterations - coll.half_ack[acker];
 }
 
-static double root_time(struct cb_context *ctx, enum coll_op op, size_t size, long iterations)
+static double root_time(struct cl_context *ctx, enum coll_op op, size_t size, long iterations)
 {
     double in_call = 0;
     for (long i = 0; i < iterations; i++) {
         MPI_Barrier(ctx->comm);
         if (ctx->rank == 0) {
             /* Let every other rank enter the call first; only the root's own part is timed. */
-            cb_spin(ctx->timer, 20e-6);
-            double t0 = cb_now(ctx->timer);
+            cl_spin(ctx->timer, 20e-6);
+            double t0 = cl_now(ctx->timer);
             coll.call(ctx, op, size);
-            in_call += cb_now(ctx->timer) - t0;
+            in_call += cl_now(ctx->timer) - t0;
         } else {
             coll.call(ctx, op, size);
         }
@@ -230,14 +230,14 @@ static double root_time(struct cb_context *ctx, enum coll_op op, size_t size, lo
 
 /* The slowest of a few calls, each followed by the point-to-point barrier, over every rank: the first
  * window length for a size. */
-static double first_window(struct cb_context *ctx, enum coll_op op, size_t size)
+static double first_window(struct cl_context *ctx, enum coll_op op, size_t size)
 {
-    double t0 = cb_clock_local(ctx);
+    double t0 = cl_clock_local(ctx);
     for (int i = 0; i < 3; i++) {
         coll.call(ctx, op, size);
         point_to_point_barrier(ctx);
     }
-    double mine = (cb_clock_local(ctx) - t0) / 3, slowest;
+    double mine = (cl_clock_local(ctx) - t0) / 3, slowest;
     MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
     return 2 * slowest + 20e-6;
 }
@@ -256,7 +256,7 @@ static double median_in_place(double *values, long n)
  * over the windows every rank entered in time of the last finish less the common start (rank 0). The
  * sample's exit skew, the median over the same windows of the last finish less the first, is left in
  * ctx->exit_skew: how unevenly the operation lets its ranks go (a Bcast's root leaves early). */
-static double window_latency(struct cb_context *ctx, enum coll_op op, size_t size, long iterations)
+static double window_latency(struct cl_context *ctx, enum coll_op op, size_t size, long iterations)
 {
     if (iterations > MAX_WINDOWS) iterations = MAX_WINDOWS;
     if (coll.window_size != size || coll.window_s <= 0) {
@@ -270,14 +270,14 @@ static double window_latency(struct cb_context *ctx, enum coll_op op, size_t siz
     for (int attempt = 0;; attempt++) {
         double start = 0;
         long valid = 0;
-        if (ctx->rank == 0) start = cb_clock_to_global(&coll.clock, cb_clock_local(ctx)) + 2 * coll.window_s + 100e-6;
+        if (ctx->rank == 0) start = cl_clock_to_global(&coll.clock, cl_clock_local(ctx)) + 2 * coll.window_s + 100e-6;
         MPI_Bcast(&start, 1, MPI_DOUBLE, 0, ctx->comm);
         for (long i = 0; i < iterations; i++) {
-            double at = cb_clock_to_local(&coll.clock, start + (double)i * coll.window_s);
-            int late = cb_clock_local(ctx) > at;
-            while (cb_clock_local(ctx) < at) {}
+            double at = cl_clock_to_local(&coll.clock, start + (double)i * coll.window_s);
+            int late = cl_clock_local(ctx) > at;
+            while (cl_clock_local(ctx) < at) {}
             coll.call(ctx, op, size);
-            finish[i] = late ? INFINITY : cb_clock_to_global(&coll.clock, cb_clock_local(ctx));
+            finish[i] = late ? INFINITY : cl_clock_to_global(&coll.clock, cl_clock_local(ctx));
         }
         MPI_Reduce(finish, last, (int)iterations, MPI_DOUBLE, MPI_MAX, 0, ctx->comm);
         MPI_Reduce(finish, first, (int)iterations, MPI_DOUBLE, MPI_MIN, 0, ctx->comm);
@@ -315,13 +315,13 @@ static double window_latency(struct cb_context *ctx, enum coll_op op, size_t siz
 
 static int is_fan_out(enum coll_op op)
 {
-#if CB_MPI4_CALLS
+#if CL_MPI4_CALLS
     if (op == BCAST_INIT) return 1;
 #endif
     return op == BCAST || op == SCATTER || op == SCATTERV;
 }
 
-static double measure(struct cb_context *ctx, size_t size, long iterations, enum coll_op op)
+static double measure(struct cl_context *ctx, size_t size, long iterations, enum coll_op op)
 {
     const char *method = ctx->params.method ? ctx->params.method
                          : (is_fan_out(op) || op == SCAN) ? "accurate" : "lower";
@@ -356,7 +356,7 @@ static double measure(struct cb_context *ctx, size_t size, long iterations, enum
     return 0;   /* timed by the kernel itself: see ctx->measured */
 }
 
-static const char *check_method(struct cb_context *ctx, size_t max_size, int accurate_ok, int root_ok)
+static const char *check_method(struct cl_context *ctx, size_t max_size, int accurate_ok, int root_ok)
 {
     const char *m = ctx->params.method;
     if (m && strcmp(m, "accurate") == 0 && !accurate_ok)
@@ -366,14 +366,14 @@ static const char *check_method(struct cb_context *ctx, size_t max_size, int acc
 }
 
 /* --method window: the clocks synchronised once, their fits recorded as the kernel's info. */
-static int windows_asked(struct cb_context *ctx)
+static int windows_asked(struct cl_context *ctx)
 {
     if (!ctx->params.method || strcmp(ctx->params.method, "window") != 0) return 0;
-    coll.clock = cb_clock_sync(ctx, ctx->info, sizeof ctx->info);
+    coll.clock = cl_clock_sync(ctx, ctx->info, sizeof ctx->info);
     return 1;
 }
 
-const char *setup_fan_out(struct cb_context *ctx, size_t max_size)
+const char *setup_fan_out(struct cl_context *ctx, size_t max_size)
 {
     const char *problem = check_method(ctx, max_size, 1, 0);
     if (problem || windows_asked(ctx)) return problem;
@@ -385,21 +385,21 @@ const char *setup_fan_out(struct cb_context *ctx, size_t max_size)
     snprintf(ctx->info + used, sizeof ctx->info - (size_t)used, "]}");
     return NULL;
 }
-const char *setup_fan_in(struct cb_context *c, size_t s)
+const char *setup_fan_in(struct cl_context *c, size_t s)
 {
     const char *problem = check_method(c, s, 0, 1);
     if (!problem) windows_asked(c);
     return problem;
 }
 
-const char *setup_bounds(struct cb_context *c, size_t s)
+const char *setup_bounds(struct cl_context *c, size_t s)
 {
     const char *problem = check_method(c, s, 0, 0);
     if (!problem) windows_asked(c);
     return problem;
 }
 
-#define COLL(fn, op) double fn(struct cb_context *c, size_t s, long n) { return measure(c, s, n, op); }
+#define COLL(fn, op) double fn(struct cl_context *c, size_t s, long n) { return measure(c, s, n, op); }
 COLL(coll_bcast, BCAST)
 COLL(coll_scatter, SCATTER)
 COLL(coll_scatterv, SCATTERV)
@@ -414,7 +414,7 @@ COLL(coll_alltoall, ALLTOALL)
 COLL(coll_alltoallv, ALLTOALLV)
 COLL(coll_reduce_scatter, REDUCE_SCATTER)
 COLL(coll_barrier, BARRIER)
-#if CB_MPI4_CALLS
+#if CL_MPI4_CALLS
 COLL(coll_bcast_init, BCAST_INIT)
 COLL(coll_allreduce_init, ALLREDUCE_INIT)
 #endif

@@ -11,7 +11,7 @@
  *
  * All time themselves on rank 0 from one start: a sample is seconds per message (see each metric), and each
  * rank's own finish is a pair time (source, destination), so that one slow rank or pair shows. Ranks wait
- * yielding the core (cb_polite_barrier, cb_yielding_waitall): ranks may outnumber cores, on virtual nodes
+ * yielding the core (cl_polite_barrier, cl_yielding_waitall): ranks may outnumber cores, on virtual nodes
  * with the processes that carry links. */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -29,7 +29,7 @@ struct fan {
     char *tokens;            /* rank 0: one acknowledgement byte per rank */
 };
 
-const char *fan_setup(struct cb_context *ctx, size_t max_size)
+const char *fan_setup(struct cl_context *ctx, size_t max_size)
 {
     (void)max_size;
     static struct fan fan;
@@ -43,7 +43,7 @@ const char *fan_setup(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-void fan_teardown(struct cb_context *ctx)
+void fan_teardown(struct cl_context *ctx)
 {
     struct fan *fan = ctx->state;
     free(fan->requests);
@@ -56,7 +56,7 @@ void fan_teardown(struct cb_context *ctx)
  * rank's block completes, the time since `started` per message of its window goes into its pair time: 0 -> r
  * where rank 0 sent (`outward`), r -> 0 where it received. Returns when the last block completed, since
  * `started`. */
-static double time_each_rank(struct cb_context *ctx, struct fan *fan, MPI_Request *requests, int per_rank,
+static double time_each_rank(struct cl_context *ctx, struct fan *fan, MPI_Request *requests, int per_rank,
                              double started, int outward)
 {
     int nprocs = ctx->nprocs, window = ctx->params.window, left = nprocs - 1, done = 0;
@@ -68,7 +68,7 @@ static double time_each_rank(struct cb_context *ctx, struct fan *fan, MPI_Reques
             sched_yield();
             continue;
         }
-        double now = cb_now(ctx->timer) - started;
+        double now = cl_now(ctx->timer) - started;
         for (int j = 0; j < done; j++) {
             int r = 1 + fan->indices[j] / per_rank;
             if (--fan->outstanding[r]) continue;
@@ -82,26 +82,26 @@ static double time_each_rank(struct cb_context *ctx, struct fan *fan, MPI_Reques
 
 /* Rank 0 posts a window of receives from each other rank and tells each that it is ready; each sends
  * its window at once. Timed at rank 0 from its ready messages to the last message of all. */
-double fan_in(struct cb_context *ctx, size_t size, long iterations)
+double fan_in(struct cl_context *ctx, size_t size, long iterations)
 {
     struct fan *fan = ctx->state;
     int nprocs = ctx->nprocs, rank = ctx->rank, window = ctx->params.window, others = nprocs - 1;
     double total = 0;
     char token = 0;
-    MPI_Request sends[CB_MAX_WINDOW];
+    MPI_Request sends[CL_MAX_WINDOW];
     for (long i = 0; i < iterations; i++) {
-        cb_polite_barrier(ctx->comm);
+        cl_polite_barrier(ctx->comm);
         if (rank == 0) {
             for (int r = 1; r < nprocs; r++)
-                cb_post_window(ctx, size, i * window, r, 0, 0, TAG_DATA, fan->requests + (r - 1) * window);
-            double started = cb_now(ctx->timer);
+                cl_post_window(ctx, size, i * window, r, 0, 0, TAG_DATA, fan->requests + (r - 1) * window);
+            double started = cl_now(ctx->timer);
             for (int r = 1; r < nprocs; r++) MPI_Send(&token, 1, MPI_CHAR, r, TAG_READY, ctx->comm);
             total += time_each_rank(ctx, fan, fan->requests, window, started, 0);
-            cb_check_window(ctx, size, i * window, 0);
+            cl_check_window(ctx, size, i * window, 0);
         } else {
-            cb_yielding_recv(&token, 1, 0, TAG_READY, ctx->comm);
-            cb_post_window(ctx, size, i * window, 0, 1, 0, TAG_DATA, sends);
-            cb_yielding_waitall(window, sends);
+            cl_yielding_recv(&token, 1, 0, TAG_READY, ctx->comm);
+            cl_post_window(ctx, size, i * window, 0, 1, 0, TAG_DATA, sends);
+            cl_yielding_waitall(window, sends);
         }
     }
     if (rank == 0) ctx->measured = iterations ? total / ((double)iterations * others * window) : 0;
@@ -111,31 +111,31 @@ double fan_in(struct cb_context *ctx, size_t size, long iterations)
 /* Each other rank posts a window of receives and tells rank 0 that it is ready; rank 0, once all are,
  * sends a window to each at once. Timed at rank 0 from then to the last receiver's acknowledgement of its
  * whole window (osu_bw's acknowledgement). */
-double fan_out(struct cb_context *ctx, size_t size, long iterations)
+double fan_out(struct cl_context *ctx, size_t size, long iterations)
 {
     struct fan *fan = ctx->state;
     int nprocs = ctx->nprocs, rank = ctx->rank, window = ctx->params.window, others = nprocs - 1;
     double total = 0;
     char token = 0;
-    MPI_Request receives[CB_MAX_WINDOW];
+    MPI_Request receives[CL_MAX_WINDOW];
     for (long i = 0; i < iterations; i++) {
-        cb_polite_barrier(ctx->comm);
+        cl_polite_barrier(ctx->comm);
         if (rank == 0) {
-            for (int r = 1; r < nprocs; r++) cb_yielding_recv(&token, 1, r, TAG_READY, ctx->comm);
+            for (int r = 1; r < nprocs; r++) cl_yielding_recv(&token, 1, r, TAG_READY, ctx->comm);
             MPI_Request *acks = fan->requests + others * window;
             for (int r = 1; r < nprocs; r++) MPI_Irecv(&fan->tokens[r], 1, MPI_CHAR, r, TAG_ACK, ctx->comm, &acks[r - 1]);
-            double started = cb_now(ctx->timer);
+            double started = cl_now(ctx->timer);
             for (int r = 1; r < nprocs; r++)
-                cb_post_window(ctx, size, i * window, r, 1, 0, TAG_DATA, fan->requests + (r - 1) * window);
+                cl_post_window(ctx, size, i * window, r, 1, 0, TAG_DATA, fan->requests + (r - 1) * window);
             /* The acknowledgements are what is timed; the sends complete before them. */
             total += time_each_rank(ctx, fan, acks, 1, started, 1);
-            cb_yielding_waitall(others * window, fan->requests);
+            cl_yielding_waitall(others * window, fan->requests);
         } else {
-            cb_post_window(ctx, size, i * window, 0, 0, 0, TAG_DATA, receives);
+            cl_post_window(ctx, size, i * window, 0, 0, 0, TAG_DATA, receives);
             MPI_Send(&token, 1, MPI_CHAR, 0, TAG_READY, ctx->comm);
-            cb_yielding_waitall(window, receives);
+            cl_yielding_waitall(window, receives);
             MPI_Send(&token, 1, MPI_CHAR, 0, TAG_ACK, ctx->comm);
-            cb_check_window(ctx, size, i * window, 0);
+            cl_check_window(ctx, size, i * window, 0);
         }
     }
     if (rank == 0) ctx->measured = iterations ? total / ((double)iterations * others * window) : 0;
@@ -168,7 +168,7 @@ struct matching {
     uint64_t draws;   /* batches run so far: each draws its own matching */
 };
 
-const char *bisection_setup(struct cb_context *ctx, size_t max_size)
+const char *bisection_setup(struct cl_context *ctx, size_t max_size)
 {
     (void)max_size;
     static struct matching matching;
@@ -189,7 +189,7 @@ const char *bisection_setup(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-void bisection_teardown(struct cb_context *ctx)
+void bisection_teardown(struct cl_context *ctx)
 {
     struct matching *matching = ctx->state;
     free(matching->order);
@@ -199,24 +199,24 @@ void bisection_teardown(struct cb_context *ctx)
 /* One matching for the batch (so that each pair time is that pair's, over the batch's iterations); per
  * iteration every rank sends its partner a window and receives one, from a common start after a barrier,
  * and the slowest rank's time to its partner's last message is the iteration's. */
-double bisection(struct cb_context *ctx, size_t size, long iterations)
+double bisection(struct cl_context *ctx, size_t size, long iterations)
 {
     struct matching *matching = ctx->state;
     int nprocs = ctx->nprocs, rank = ctx->rank, window = ctx->params.window;
-    MPI_Request requests[2 * CB_MAX_WINDOW];
+    MPI_Request requests[2 * CL_MAX_WINDOW];
     random_matching(nprocs, matching->draws++, matching->order, matching->partner);
     int partner = matching->partner[rank];
     double total = 0;
     for (long i = 0; i < iterations; i++) {
-        cb_polite_barrier(ctx->comm);
-        double started = cb_now(ctx->timer);
-        cb_post_window(ctx, size, i * window, partner, 0, 0, TAG_DATA, requests);
-        cb_post_window(ctx, size, i * window, partner, 1, 0, TAG_DATA, requests + window);
-        cb_yielding_waitall(window, requests);
-        double own = cb_now(ctx->timer) - started, slowest = 0;
+        cl_polite_barrier(ctx->comm);
+        double started = cl_now(ctx->timer);
+        cl_post_window(ctx, size, i * window, partner, 0, 0, TAG_DATA, requests);
+        cl_post_window(ctx, size, i * window, partner, 1, 0, TAG_DATA, requests + window);
+        cl_yielding_waitall(window, requests);
+        double own = cl_now(ctx->timer) - started, slowest = 0;
         ctx->pair_times[partner * nprocs + rank] += own / window;
-        cb_yielding_waitall(window, requests + window);
-        cb_check_window(ctx, size, i * window, 0);
+        cl_yielding_waitall(window, requests + window);
+        cl_check_window(ctx, size, i * window, 0);
         /* Outside the timed part: each rank's clock read its own time, the slowest is the iteration's. */
         MPI_Reduce(&own, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, ctx->comm);
         total += slowest;

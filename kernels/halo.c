@@ -22,7 +22,7 @@ static struct halo_state halo;
 
 #define AT(a, n, i, j) (a)[(size_t)(i) * ((n) + 2) + (j)]
 
-const char *halo_setup(struct cb_context *ctx, size_t max_size)
+const char *halo_setup(struct cl_context *ctx, size_t max_size)
 {
     if (ctx->type_size != 1) return "halo.jacobi2d works on doubles; leave --datatype as byte";
     if (ctx->integrity) return "halo.jacobi2d has no integrity mode";
@@ -33,7 +33,7 @@ const char *halo_setup(struct cb_context *ctx, size_t max_size)
     MPI_Cart_shift(halo.cart, 0, 1, &halo.up, &halo.down);
     MPI_Cart_shift(halo.cart, 1, 1, &halo.left, &halo.right);
     halo.capacity = max_size / sizeof(double);
-    size_t cells = cb_jacobi_grid_cells(max_size);   /* what the catalogue tool estimates, too */
+    size_t cells = cl_jacobi_grid_cells(max_size);   /* what the catalogue tool estimates, too */
     if (halo.capacity > 8192) return "sizes above 64 KiB (8192 x 8192 doubles per rank) are refused";
     halo.grid = calloc(cells, sizeof(double));
     halo.next = calloc(cells, sizeof(double));
@@ -45,7 +45,7 @@ const char *halo_setup(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-void halo_teardown(struct cb_context *ctx)
+void halo_teardown(struct cl_context *ctx)
 {
     free(halo.grid);
     free(halo.next);
@@ -62,7 +62,7 @@ static void update(double *next, const double *grid, int n, int first_row, int l
                                         + AT(grid, n, i, j - 1) + AT(grid, n, i, j + 1));
 }
 
-double jacobi2d(struct cb_context *ctx, size_t size, long iterations)
+double jacobi2d(struct cl_context *ctx, size_t size, long iterations)
 {
     (void)ctx;  /* the decomposition lives in the state set up once */
     int n = (int)(size / sizeof(double));

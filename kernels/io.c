@@ -22,7 +22,7 @@ struct io_state {
 
 static struct io_state io = {.own_fd = -1, .shared_fd = -1, .mpi_file = MPI_FILE_NULL};
 
-static const char *scratch_dir(const struct cb_context *ctx)
+static const char *scratch_dir(const struct cl_context *ctx)
 {
     if (ctx->params.scratch) return ctx->params.scratch;
     const char *tmp = getenv("TMPDIR");
@@ -49,17 +49,17 @@ static int read_at(int fd, unsigned char *p, size_t n, off_t offset)
     return 0;
 }
 
-static void fail(struct cb_context *ctx, const char *what)
+static void fail(struct cl_context *ctx, const char *what)
 {
     fprintf(stderr, "io: %s failed in %s\n", what, scratch_dir(ctx));
     MPI_Abort(ctx->comm, 5);
 }
 
-const char *io_setup(struct cb_context *ctx, size_t max_size)
+const char *io_setup(struct cl_context *ctx, size_t max_size)
 {
     if (ctx->integrity) return "io kernels have no integrity mode";
-    snprintf(io.own, sizeof io.own, "%s/commbench-io-own-%d", scratch_dir(ctx), ctx->rank);
-    snprintf(io.shared, sizeof io.shared, "%s/commbench-io-shared", scratch_dir(ctx));
+    snprintf(io.own, sizeof io.own, "%s/commlens-io-own-%d", scratch_dir(ctx), ctx->rank);
+    snprintf(io.shared, sizeof io.shared, "%s/commlens-io-shared", scratch_dir(ctx));
     io.own_fd = open(io.own, O_RDWR | O_CREAT | O_TRUNC, 0600);
     if (ctx->rank == 0) {
         int fd = open(io.shared, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -74,7 +74,7 @@ const char *io_setup(struct cb_context *ctx, size_t max_size)
     return io.own_fd < 0 || io.shared_fd < 0 ? "cannot open files in the scratch directory" : NULL;
 }
 
-void io_teardown(struct cb_context *ctx)
+void io_teardown(struct cl_context *ctx)
 {
     if (io.own_fd >= 0) close(io.own_fd);
     if (io.shared_fd >= 0) close(io.shared_fd);
@@ -84,7 +84,7 @@ void io_teardown(struct cb_context *ctx)
     if (ctx->rank == 0) unlink(io.shared);
 }
 
-static void settle(struct cb_context *ctx, int fd, int wrote)
+static void settle(struct cl_context *ctx, int fd, int wrote)
 {
     if (wrote && ctx->params.io_sync && fdatasync(fd)) fail(ctx, "fdatasync");
     if (!wrote && ctx->params.drop_cache) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
@@ -92,7 +92,7 @@ static void settle(struct cb_context *ctx, int fd, int wrote)
 
 enum io_mode { OWN_FILE, SHARED_FILE, READ_SAME };
 
-static double posix_io(struct cb_context *ctx, size_t size, long iterations, enum io_mode mode)
+static double posix_io(struct cl_context *ctx, size_t size, long iterations, enum io_mode mode)
 {
     unsigned char *data = ctx->send.base + ctx->send.align, *back = ctx->recv.base + ctx->recv.align;
     for (long i = 0; i < iterations; i++) {
@@ -113,21 +113,21 @@ static double posix_io(struct cb_context *ctx, size_t size, long iterations, enu
     return 1;
 }
 
-double own_file(struct cb_context *c, size_t s, long n) { return posix_io(c, s, n, OWN_FILE); }
-double shared_file(struct cb_context *c, size_t s, long n) { return posix_io(c, s, n, SHARED_FILE); }
-double read_same(struct cb_context *c, size_t s, long n) { return posix_io(c, s, n, READ_SAME); }
+double own_file(struct cl_context *c, size_t s, long n) { return posix_io(c, s, n, OWN_FILE); }
+double shared_file(struct cl_context *c, size_t s, long n) { return posix_io(c, s, n, SHARED_FILE); }
+double read_same(struct cl_context *c, size_t s, long n) { return posix_io(c, s, n, READ_SAME); }
 
 /* io.mpiio_all: each task holds an n^3 block of doubles with a one-cell halo; the
  * memory type strips the halo and the file view places the block in the global
  * 3D array, so one write_all and one read_all move the whole array. */
 static int block_edge(size_t size) { int n = 1; while ((size_t)(n + 1) * (n + 1) * (n + 1) * 8 <= size) n++; return n; }
 
-const char *mpiio_setup(struct cb_context *ctx, size_t max_size)
+const char *mpiio_setup(struct cl_context *ctx, size_t max_size)
 {
     if (ctx->integrity) return "io kernels have no integrity mode";
     if (max_size < 8) return "io.mpiio_all needs sizes of at least 8 bytes (one double)";
     char path[4096];
-    snprintf(path, sizeof path, "%s/commbench-io-mpiio", scratch_dir(ctx));
+    snprintf(path, sizeof path, "%s/commlens-io-mpiio", scratch_dir(ctx));
     int rc = MPI_File_open(ctx->comm, path, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE,
                            MPI_INFO_NULL, &io.mpi_file);
     if (rc != MPI_SUCCESS) return "MPI_File_open failed in the scratch directory";
@@ -154,13 +154,13 @@ const char *mpiio_setup(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-void mpiio_teardown(struct cb_context *ctx)
+void mpiio_teardown(struct cl_context *ctx)
 {
     (void)ctx;
     if (io.mpi_file != MPI_FILE_NULL) MPI_File_close(&io.mpi_file);   /* deletes the file */
 }
 
-static void set_views(struct cb_context *ctx, int n)
+static void set_views(struct cl_context *ctx, int n)
 {
     if (io.block == n) return;
     if (io.block) { MPI_Type_free(&io.file_view); MPI_Type_free(&io.memory_view); }
@@ -180,7 +180,7 @@ static void set_views(struct cb_context *ctx, int n)
     io.block = n;
 }
 
-double mpiio_all(struct cb_context *ctx, size_t size, long iterations)
+double mpiio_all(struct cl_context *ctx, size_t size, long iterations)
 {
     if (iterations == 0) return 1;
     int n = block_edge(size);

@@ -6,14 +6,14 @@
 
 struct pairing { int peer, initiator; };
 
-const char *pair_up(struct cb_context *ctx, size_t max_size)
+const char *pair_up(struct cl_context *ctx, size_t max_size)
 {
     (void)max_size;
     static struct pairing pairing;
     int nodes = ctx->params.nodes > 0 ? ctx->params.nodes : 1;
     if (ctx->nprocs % 2) return "multipair: needs an even number of ranks";
     if (nodes > 1) {
-        int per_node = ctx->nprocs / nodes, node = cb_node_of(ctx, ctx->rank);
+        int per_node = ctx->nprocs / nodes, node = cl_node_of(ctx, ctx->rank);
         if (ctx->nprocs % nodes || nodes % 2) return "multipair: off-node pairs need an even number of equally filled nodes";
         pairing.initiator = node % 2 == 0;
         pairing.peer = ctx->rank + (pairing.initiator ? per_node : -per_node);
@@ -25,18 +25,18 @@ const char *pair_up(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-double multipair_pingpong(struct cb_context *ctx, size_t size, long iterations)
+double multipair_pingpong(struct cl_context *ctx, size_t size, long iterations)
 {
     const struct pairing *p = ctx->state;
-    cb_pingpong(ctx, size, iterations, p->peer, p->initiator, CB_SEND, CB_RECV);
+    cl_pingpong(ctx, size, iterations, p->peer, p->initiator, CL_SEND, CL_RECV);
     MPI_Barrier(ctx->comm);
     return 2;
 }
 
-double multipair_stream(struct cb_context *ctx, size_t size, long iterations)
+double multipair_stream(struct cl_context *ctx, size_t size, long iterations)
 {
     const struct pairing *p = ctx->state;
-    cb_stream(ctx, size, iterations, p->peer, p->initiator, 0);
+    cl_stream(ctx, size, iterations, p->peer, p->initiator, 0);
     MPI_Barrier(ctx->comm);
     return ctx->params.window;
 }

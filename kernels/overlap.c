@@ -26,37 +26,37 @@ static struct overlap overlap;
 /* The computation polls this many times while the exchange is in flight (availability.isend). */
 #define SLICES 16
 
-static double now(const struct cb_context *ctx) { return cb_now(ctx->timer); }
+static double now(const struct cl_context *ctx) { return cl_now(ctx->timer); }
 
-const char *overlap_setup(struct cb_context *ctx, size_t max_size)
+const char *overlap_setup(struct cl_context *ctx, size_t max_size)
 {
     (void)max_size;
     if (ctx->integrity) return "overlap has no integrity mode";
-    overlap = (struct overlap){.size = (size_t)-1, .units = 0, .unit_s = cb_compute_unit_s(ctx->timer)};
+    overlap = (struct overlap){.size = (size_t)-1, .units = 0, .unit_s = cl_compute_unit_s(ctx->timer)};
     return NULL;
 }
 
-const char *availability_setup(struct cb_context *ctx, size_t max_size)
+const char *availability_setup(struct cl_context *ctx, size_t max_size)
 {
-    if (!(cb_compute_unit_s_before_mpi > 0))
-        return "availability needs its computation timed before MPI starts: run it with commbench-kernels";
+    if (!(cl_compute_unit_s_before_mpi > 0))
+        return "availability needs its computation timed before MPI starts: run it with commlens-kernels";
     const char *refused = overlap_setup(ctx, max_size);
     if (refused) return refused;
     /* Rank 0's rates, to say in Methods what MPI being up (a progress thread's standing cost) took alone. */
     snprintf(ctx->info, sizeof ctx->info, "{\"compute_unit_s_before_mpi\":%.6g,\"compute_unit_s_with_mpi\":%.6g}",
-             cb_compute_unit_s_before_mpi, overlap.unit_s);
+             cl_compute_unit_s_before_mpi, overlap.unit_s);
     return NULL;
 }
 
-static void post(struct cb_context *ctx, size_t size, long i, MPI_Request requests[2])
+static void post(struct cl_context *ctx, size_t size, long i, MPI_Request requests[2])
 {
-    int peer = 1 - ctx->rank, count = cb_count(ctx, size);
-    MPI_Irecv(cb_message(&ctx->recv, i), count, ctx->datatype, peer, 0, ctx->comm, &requests[0]);
-    MPI_Isend(cb_message(&ctx->send, i), count, ctx->datatype, peer, 0, ctx->comm, &requests[1]);
+    int peer = 1 - ctx->rank, count = cl_count(ctx, size);
+    MPI_Irecv(cl_message(&ctx->recv, i), count, ctx->datatype, peer, 0, ctx->comm, &requests[0]);
+    MPI_Isend(cl_message(&ctx->send, i), count, ctx->datatype, peer, 0, ctx->comm, &requests[1]);
 }
 
 /* The exchange alone, the shortest of a few, in rank 0's units of computation (both ranks use them). */
-static void calibrate(struct cb_context *ctx, size_t size)
+static void calibrate(struct cl_context *ctx, size_t size)
 {
     MPI_Request requests[2];
     double best = 1e30;
@@ -74,7 +74,7 @@ static void calibrate(struct cb_context *ctx, size_t size)
     overlap.size = size;
 }
 
-double overlap_isend(struct cb_context *ctx, size_t size, long iterations)
+double overlap_isend(struct cl_context *ctx, size_t size, long iterations)
 {
     if (ctx->rank > 1) return 1;
     if (overlap.size != size) calibrate(ctx, size);
@@ -82,18 +82,18 @@ double overlap_isend(struct cb_context *ctx, size_t size, long iterations)
     double t0 = now(ctx);
     for (long i = 0; i < iterations; i++) {
         post(ctx, size, i, requests);
-        cb_compute(overlap.units);
+        cl_compute(overlap.units);
         MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
     }
     double raw = (now(ctx) - t0) / (double)iterations;
     t0 = now(ctx);
-    for (long i = 0; i < iterations; i++) cb_compute(overlap.units);
+    for (long i = 0; i < iterations; i++) cl_compute(overlap.units);
     ctx->subtracted = (now(ctx) - t0) / (double)iterations;
     ctx->measured = raw;
     return 0;
 }
 
-double availability_isend(struct cb_context *ctx, size_t size, long iterations)
+double availability_isend(struct cl_context *ctx, size_t size, long iterations)
 {
     if (ctx->rank > 1) return 1;
     if (overlap.size != size) calibrate(ctx, size);
@@ -105,13 +105,13 @@ double availability_isend(struct cb_context *ctx, size_t size, long iterations)
         int done = 0;
         double t0 = now(ctx);
         for (int s = 0; s < SLICES; s++) {
-            cb_compute(slice);
+            cl_compute(slice);
             if (!done) MPI_Testall(2, requests, &done, MPI_STATUSES_IGNORE);
         }
         computing += now(ctx) - t0;
         if (!done) MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
     }
     ctx->measured = computing / (double)iterations;
-    ctx->subtracted = (double)(SLICES * slice) * cb_compute_unit_s_before_mpi;
+    ctx->subtracted = (double)(SLICES * slice) * cl_compute_unit_s_before_mpi;
     return 0;
 }

@@ -9,7 +9,7 @@
  * on a node with fewer cores than threads the idle ones leave the cores to those with work. */
 #include "patterns.h"
 
-#if CB_MPI4_CALLS
+#if CL_MPI4_CALLS
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 
 struct partitioned {
-    struct cb_context *ctx;
+    struct cl_context *ctx;
     MPI_Request send, recv;
     size_t size;               /* the size the requests were made for */
     int made, partitions, helpers_started;
@@ -40,7 +40,7 @@ static struct partitioned part;
 /* Partition k of this round's message: the integrity pattern (if on), then ready for MPI to send. */
 static void fill_and_mark(int k)
 {
-    cb_fill(part.ctx, part.message + (size_t)k * part.partition_bytes, part.partition_bytes, part.iteration, part.leg);
+    cl_fill(part.ctx, part.message + (size_t)k * part.partition_bytes, part.partition_bytes, part.iteration, part.leg);
     MPI_Pready(k, part.send);
 }
 
@@ -96,7 +96,7 @@ static const char *thread_level_name(int level)
            : level == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED" : "MPI_THREAD_MULTIPLE";
 }
 
-const char *partitioned_setup(struct cb_context *ctx, size_t max_size)
+const char *partitioned_setup(struct cl_context *ctx, size_t max_size)
 {
     static char problem[160];
     (void)max_size;
@@ -134,7 +134,7 @@ static void free_requests(void)
     part.made = 0;
 }
 
-void partitioned_teardown(struct cb_context *ctx)
+void partitioned_teardown(struct cl_context *ctx)
 {
     (void)ctx;
     stop_helpers();
@@ -143,15 +143,15 @@ void partitioned_teardown(struct cb_context *ctx)
     pthread_mutex_destroy(&part.lock);
 }
 
-static void make_requests(struct cb_context *ctx, size_t size, int peer)
+static void make_requests(struct cl_context *ctx, size_t size, int peer)
 {
     if (part.made && part.size == size) return;
     free_requests();
     /* Whole elements per partition: the harness refused sizes that are not a multiple of the partitions. */
     MPI_Count count = (MPI_Count)(size / ctx->type_size / (size_t)part.partitions);
-    MPI_Psend_init(cb_message(&ctx->send, 0), part.partitions, count, ctx->datatype, peer, 0, ctx->comm,
+    MPI_Psend_init(cl_message(&ctx->send, 0), part.partitions, count, ctx->datatype, peer, 0, ctx->comm,
                    MPI_INFO_NULL, &part.send);
-    MPI_Precv_init(cb_message(&ctx->recv, 0), part.partitions, count, ctx->datatype, peer, 0, ctx->comm,
+    MPI_Precv_init(cl_message(&ctx->recv, 0), part.partitions, count, ctx->datatype, peer, 0, ctx->comm,
                    MPI_INFO_NULL, &part.recv);
     part.size = size;
     part.partition_bytes = size / (size_t)part.partitions;
@@ -164,7 +164,7 @@ static void make_requests(struct cb_context *ctx, size_t size, int peer)
  * engine and never complete the send (open-mpi/ompi#12935). */
 static void send_message(long iteration, int leg)
 {
-    part.message = cb_message(&part.ctx->send, 0);
+    part.message = cl_message(&part.ctx->send, 0);
     part.iteration = iteration;
     part.leg = leg;
     atomic_store_explicit(&part.finished, 0, memory_order_relaxed);
@@ -175,15 +175,15 @@ static void send_message(long iteration, int leg)
     MPI_Wait(&part.send, MPI_STATUS_IGNORE);
 }
 
-static void check_message(struct cb_context *ctx, long iteration, int leg)
+static void check_message(struct cl_context *ctx, long iteration, int leg)
 {
-    const unsigned char *in = cb_message(&ctx->recv, 0);
+    const unsigned char *in = cl_message(&ctx->recv, 0);
     for (int k = 0; k < part.partitions; k++)
-        cb_check(ctx, in + (size_t)k * part.partition_bytes, part.partition_bytes, iteration, leg);
+        cl_check(ctx, in + (size_t)k * part.partition_bytes, part.partition_bytes, iteration, leg);
 }
 
 /* Rank 0 posts its receive before it sends (as pingpong.persistent does), rank 1 receives, then sends back. */
-double pingpong_partitioned(struct cb_context *ctx, size_t size, long iterations)
+double pingpong_partitioned(struct cl_context *ctx, size_t size, long iterations)
 {
     if (ctx->rank > 1 || iterations == 0) return 2;
     make_requests(ctx, size, 1 - ctx->rank);

@@ -5,23 +5,23 @@
 #include "patterns.h"
 
 #define PINGPONG(fn, send, recv)                                                        \
-    double fn(struct cb_context *ctx, size_t size, long iterations)                    \
+    double fn(struct cl_context *ctx, size_t size, long iterations)                    \
     {                                                                                   \
         if (ctx->rank > 1) return 2;                                                    \
-        return cb_pingpong(ctx, size, iterations, 1 - ctx->rank, ctx->rank == 0, send, recv); \
+        return cl_pingpong(ctx, size, iterations, 1 - ctx->rank, ctx->rank == 0, send, recv); \
     }
 
-PINGPONG(pingpong_send, CB_SEND, CB_RECV)
-PINGPONG(pingpong_ssend, CB_SSEND, CB_RECV)
-PINGPONG(pingpong_isend, CB_ISEND, CB_RECV)
-PINGPONG(pingpong_irecv, CB_SEND, CB_IRECV)
-PINGPONG(pingpong_iprobe, CB_SEND, CB_IPROBE)
-PINGPONG(pingpong_anytag, CB_SEND, CB_ANY_TAG)
-PINGPONG(pingpong_anysource, CB_SEND, CB_ANY_SOURCE)
-PINGPONG(pingpong_bsend, CB_BSEND, CB_RECV)
+PINGPONG(pingpong_send, CL_SEND, CL_RECV)
+PINGPONG(pingpong_ssend, CL_SSEND, CL_RECV)
+PINGPONG(pingpong_isend, CL_ISEND, CL_RECV)
+PINGPONG(pingpong_irecv, CL_SEND, CL_IRECV)
+PINGPONG(pingpong_iprobe, CL_SEND, CL_IPROBE)
+PINGPONG(pingpong_anytag, CL_SEND, CL_ANY_TAG)
+PINGPONG(pingpong_anysource, CL_SEND, CL_ANY_SOURCE)
+PINGPONG(pingpong_bsend, CL_BSEND, CL_RECV)
 
 /* MPI_Bsend needs a buffer attached, outside the timed loop. */
-const char *attach_bsend_buffer(struct cb_context *ctx, size_t max_size)
+const char *attach_bsend_buffer(struct cl_context *ctx, size_t max_size)
 {
     int bytes = (int)max_size + MPI_BSEND_OVERHEAD;
     if (max_size > (size_t)(1 << 30)) return "pingpong.bsend: messages above 1 GiB cannot be buffered";
@@ -31,7 +31,7 @@ const char *attach_bsend_buffer(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-void detach_bsend_buffer(struct cb_context *ctx)
+void detach_bsend_buffer(struct cl_context *ctx)
 {
     void *buffer;
     int bytes;

@@ -12,39 +12,39 @@
 
 /* Every function the catalogue names, declared weak; no_setup and no_teardown are never defined. */
 #define KERNEL(run_fn, setup_fn, teardown_fn, ...)                   \
-    extern cb_run_fn run_fn __attribute__((weak));                   \
-    extern cb_setup_fn setup_fn __attribute__((weak));               \
-    extern cb_teardown_fn teardown_fn __attribute__((weak));
+    extern cl_run_fn run_fn __attribute__((weak));                   \
+    extern cl_setup_fn setup_fn __attribute__((weak));               \
+    extern cl_teardown_fn teardown_fn __attribute__((weak));
 #include "catalogue.def"
 #undef KERNEL
 
 #define KERNEL(run_fn, setup_fn, teardown_fn, ...) {.run = run_fn, .setup = setup_fn, .teardown = teardown_fn, __VA_ARGS__},
-const struct cb_kernel cb_kernels[] = {
+const struct cl_kernel cl_kernels[] = {
 #include "catalogue.def"
     {0},
 };
 #undef KERNEL
 
-const struct cb_kernel *cb_find_kernel(const char *name)
+const struct cl_kernel *cl_find_kernel(const char *name)
 {
-    for (const struct cb_kernel *k = cb_kernels; k->name; k++)
+    for (const struct cl_kernel *k = cl_kernels; k->name; k++)
         if (strcmp(k->name, name) == 0) return k;
     return NULL;
 }
 
-const struct cb_kernel *cb_closest_kernel(const char *name)
+const struct cl_kernel *cl_closest_kernel(const char *name)
 {
-    const char *names[sizeof cb_kernels / sizeof cb_kernels[0]];
+    const char *names[sizeof cl_kernels / sizeof cl_kernels[0]];
     size_t count = 0;
-    for (const struct cb_kernel *k = cb_kernels; k->name; k++) names[count++] = k->name;
-    const char *nearest = cb_nearest(name, names, count);
-    return nearest ? cb_find_kernel(nearest) : NULL;
+    for (const struct cl_kernel *k = cl_kernels; k->name; k++) names[count++] = k->name;
+    const char *nearest = cl_nearest(name, names, count);
+    return nearest ? cl_find_kernel(nearest) : NULL;
 }
 
-const struct cb_kernel *cb_runnable_kernel(const char *name, int nprocs, int built, char *error, size_t len)
+const struct cl_kernel *cl_runnable_kernel(const char *name, int nprocs, int built, char *error, size_t len)
 {
-    const struct cb_kernel *kernel = cb_find_kernel(name), *nearest;
-    if (!kernel && (nearest = cb_closest_kernel(name)))
+    const struct cl_kernel *kernel = cl_find_kernel(name), *nearest;
+    if (!kernel && (nearest = cl_closest_kernel(name)))
         snprintf(error, len, "unknown kernel %s (did you mean %s? --list lists them)", name, nearest->name);
     else if (!kernel)
         snprintf(error, len, "unknown kernel %s (--list lists them)", name);
@@ -58,15 +58,15 @@ const struct cb_kernel *cb_runnable_kernel(const char *name, int nprocs, int bui
     return NULL;
 }
 
-double cb_per_count(enum cb_per per, int nprocs)
+double cl_per_count(enum cl_per per, int nprocs)
 {
-    return per == CB_PER_RANK ? (double)nprocs : per == CB_PER_PAIR ? (double)(nprocs / 2) : 1.0;
+    return per == CL_PER_RANK ? (double)nprocs : per == CL_PER_PAIR ? (double)(nprocs / 2) : 1.0;
 }
 
-double cb_bytes_moved(const struct cb_kernel *k, size_t size, int nprocs)
+double cl_bytes_moved(const struct cl_kernel *k, size_t size, int nprocs)
 {
     double factor = k->bytes_moved.factor > 0 ? k->bytes_moved.factor : 1.0;
-    return factor * (double)size * cb_per_count(k->bytes_moved.per, nprocs);
+    return factor * (double)size * cl_per_count(k->bytes_moved.per, nprocs);
 }
 
 /* Whether a space-separated list (NULL: none) holds `word`. */
@@ -78,9 +78,9 @@ static int has_word(const char *words, const char *word)
     return 0;
 }
 
-int cb_kernel_tagged(const struct cb_kernel *k, const char *tag) { return has_word(k->tags, tag); }
+int cl_kernel_tagged(const struct cl_kernel *k, const char *tag) { return has_word(k->tags, tag); }
 
-const char *cb_check_kernel_sizes(const struct cb_kernel *k, const struct cb_params *params, const size_t *sizes,
+const char *cl_check_kernel_sizes(const struct cl_kernel *k, const struct cl_params *params, const size_t *sizes,
                                   size_t n, size_t type_size, char *error, size_t len)
 {
     if (!has_word(k->options, "partitions")) return NULL;
@@ -95,29 +95,29 @@ const char *cb_check_kernel_sizes(const struct cb_kernel *k, const struct cb_par
     return NULL;
 }
 
-int cb_reads_as_bandwidth(const struct cb_kernel *k, int window)
+int cl_reads_as_bandwidth(const struct cl_kernel *k, int window)
 {
-    return (k->slots == CB_SLOTS_WINDOW && window > 1) || cb_kernel_tagged(k, "io") || cb_kernel_tagged(k, "peak");
+    return (k->slots == CL_SLOTS_WINDOW && window > 1) || cl_kernel_tagged(k, "io") || cl_kernel_tagged(k, "peak");
 }
 
-const char *cb_slots_name(enum cb_slots slots)
+const char *cl_slots_name(enum cl_slots slots)
 {
     static const char *const names[] = {"one", "window", "messages", "pieces", "ranks", "neighbours", "halo_blocks"};
     return names[slots];
 }
 
-const char *cb_per_name(enum cb_per per)
+const char *cl_per_name(enum cl_per per)
 {
     static const char *const names[] = {"once", "rank", "pair"};
     return names[per];
 }
 
-void cb_list_kernels(FILE *out)
+void cl_list_kernels(FILE *out)
 {
     size_t width = 0;
-    for (const struct cb_kernel *k = cb_kernels; k->name; k++)
+    for (const struct cl_kernel *k = cl_kernels; k->name; k++)
         if (strlen(k->name) > width) width = strlen(k->name);
-    for (const struct cb_kernel *k = cb_kernels; k->name; k++)
+    for (const struct cl_kernel *k = cl_kernels; k->name; k++)
         fprintf(out, "%-*s  %s\n", (int)width, k->name, k->metric);
 }
 
@@ -134,7 +134,7 @@ static void json_words(FILE *out, const char *words)
             char word[64];
             snprintf(word, sizeof word, "%.*s", (int)len, p);
             if (!first) fputc(',', out);
-            cb_json_string(out, word);
+            cl_json_string(out, word);
             first = 0;
         }
         p += len;
@@ -142,26 +142,26 @@ static void json_words(FILE *out, const char *words)
     fputc(']', out);
 }
 
-void cb_describe_kernel(FILE *out, const struct cb_kernel *k, int built_mpi_major, int built_mpi_minor)
+void cl_describe_kernel(FILE *out, const struct cl_kernel *k, int built_mpi_major, int built_mpi_minor)
 {
     fputs("{\"kernel\":", out);
-    cb_json_string(out, k->name);
+    cl_json_string(out, k->name);
     fputs(",\"family\":", out);
-    cb_json_string(out, k->family);
+    cl_json_string(out, k->family);
     fputs(",\"source\":", out);
     char source[128];
     snprintf(source, sizeof source, "kernels/%s.c", k->family);
-    cb_json_string(out, source);
+    cl_json_string(out, source);
     fputs(",\"metric\":", out);
-    cb_json_string(out, k->metric);
+    cl_json_string(out, k->metric);
     fprintf(out, ",\"min_ranks\":%d,\"bytes_moved\":{\"factor\":%g,\"per\":\"%s\"},\"slots\":\"%s\","
                  "\"windowed\":%s,\"setup_memory\":\"%s\",\"scratch\":{\"factor\":%g,\"per\":\"%s\",\"files\":",
             k->min_ranks, k->bytes_moved.factor > 0 ? k->bytes_moved.factor : 1.0,
-            cb_per_name(k->bytes_moved.per), cb_slots_name(k->slots),
-            k->slots == CB_SLOTS_WINDOW ? "true" : "false",
-            k->setup_memory == CB_SETUP_MEMORY_JACOBI_GRIDS ? "jacobi_grids" : "none",
-            k->scratch.factor, cb_per_name(k->scratch.per));
-    cb_json_string(out, k->scratch.files ? k->scratch.files : "");
+            cl_per_name(k->bytes_moved.per), cl_slots_name(k->slots),
+            k->slots == CL_SLOTS_WINDOW ? "true" : "false",
+            k->setup_memory == CL_SETUP_MEMORY_JACOBI_GRIDS ? "jacobi_grids" : "none",
+            k->scratch.factor, cl_per_name(k->scratch.per));
+    cl_json_string(out, k->scratch.files ? k->scratch.files : "");
     fputs("},\"options\":", out);
     json_words(out, k->options);
     fputs(",\"tags\":", out);
@@ -180,16 +180,16 @@ void cb_describe_kernel(FILE *out, const struct cb_kernel *k, int built_mpi_majo
             else
                 snprintf(why, sizeof why, "kernels/%s.c was not built into this binary", k->family);
             fputs(",\"unavailable\":", out);
-            cb_json_string(out, why);
+            cl_json_string(out, why);
         }
     }
     fputc('}', out);
 }
 
-void cb_describe_kernels(FILE *out, int built_mpi_major, int built_mpi_minor)
+void cl_describe_kernels(FILE *out, int built_mpi_major, int built_mpi_minor)
 {
-    for (const struct cb_kernel *k = cb_kernels; k->name; k++) {
-        cb_describe_kernel(out, k, built_mpi_major, built_mpi_minor);
+    for (const struct cl_kernel *k = cl_kernels; k->name; k++) {
+        cl_describe_kernel(out, k, built_mpi_major, built_mpi_minor);
         fputc('\n', out);
     }
 }

@@ -18,7 +18,7 @@ struct rma_state {
 
 static struct rma_state rma;
 
-static const char *create_window(struct cb_context *ctx, size_t max_size)
+static const char *create_window(struct cl_context *ctx, size_t max_size)
 {
     (void)max_size;
     const char *sync = ctx->params.sync;
@@ -36,20 +36,20 @@ static const char *create_window(struct cb_context *ctx, size_t max_size)
     return NULL;
 }
 
-const char *create_checked_window(struct cb_context *ctx, size_t max_size)
+const char *create_checked_window(struct cl_context *ctx, size_t max_size)
 {
     if (ctx->integrity && strcmp(ctx->params.sync, "fence") != 0)
         return "integrity mode needs --rma-sync fence: only then does the target know a put has landed";
     return create_window(ctx, max_size);
 }
 
-const char *create_get_window(struct cb_context *ctx, size_t max_size)
+const char *create_get_window(struct cl_context *ctx, size_t max_size)
 {
     if (ctx->integrity) return "rma.get has no integrity mode: the target never learns what was read";
     return create_window(ctx, max_size);
 }
 
-void free_window(struct cb_context *ctx)
+void free_window(struct cl_context *ctx)
 {
     if (rma.sync == FLUSH && ctx->rank == 0) MPI_Win_unlock_all(rma.win);
     if (rma.sync == FENCE) MPI_Win_fence(0, rma.win);
@@ -58,25 +58,25 @@ void free_window(struct cb_context *ctx)
     ctx->state = NULL;
 }
 
-static MPI_Aint displacement(const struct cb_context *ctx, long k)
+static MPI_Aint displacement(const struct cl_context *ctx, long k)
 {
-    return (MPI_Aint)(cb_message(&ctx->recv, k) - ctx->recv.base);
+    return (MPI_Aint)(cl_message(&ctx->recv, k) - ctx->recv.base);
 }
 
-CB_INLINE double one_sided(struct cb_context *ctx, size_t size, long iterations, enum rma_op op)
+CL_INLINE double one_sided(struct cl_context *ctx, size_t size, long iterations, enum rma_op op)
 {
-    int window = ctx->params.window, count = cb_count(ctx, size);
+    int window = ctx->params.window, count = cl_count(ctx, size);
     for (long i = 0; i < iterations; i++) {
         if (ctx->rank == 0) {
             for (int j = 0; j < window; j++) {
                 long k = i * window + j;
                 if (rma.sync == LOCK) MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, rma.win);
                 if (op == PUT) {
-                    unsigned char *out = cb_message(&ctx->send, k);
-                    cb_fill(ctx, out, size, k, 0);
+                    unsigned char *out = cl_message(&ctx->send, k);
+                    cl_fill(ctx, out, size, k, 0);
                     MPI_Put(out, count, ctx->datatype, 1, displacement(ctx, k), count, ctx->datatype, rma.win);
                 } else {
-                    MPI_Get(cb_message(&ctx->send, k), count, ctx->datatype, 1, displacement(ctx, k), count,
+                    MPI_Get(cl_message(&ctx->send, k), count, ctx->datatype, 1, displacement(ctx, k), count,
                             ctx->datatype, rma.win);
                 }
                 if (rma.sync == LOCK) MPI_Win_unlock(1, rma.win);
@@ -88,7 +88,7 @@ CB_INLINE double one_sided(struct cb_context *ctx, size_t size, long iterations,
             if (ctx->integrity && op == PUT) {
                 if (ctx->rank == 1)
                     for (int j = 0; j < window; j++)
-                        cb_check(ctx, cb_message(&ctx->recv, i * window + j), size, i * window + j, 0);
+                        cl_check(ctx, cl_message(&ctx->recv, i * window + j), size, i * window + j, 0);
                 /* The next puts may land as soon as a fence returns: hold them until checked. */
                 MPI_Win_fence(0, rma.win);
             }
@@ -97,33 +97,33 @@ CB_INLINE double one_sided(struct cb_context *ctx, size_t size, long iterations,
     return window;
 }
 
-double rma_put(struct cb_context *c, size_t s, long n) { return one_sided(c, s, n, PUT); }
-double rma_get(struct cb_context *c, size_t s, long n) { return one_sided(c, s, n, GET); }
+double rma_put(struct cl_context *c, size_t s, long n) { return one_sided(c, s, n, PUT); }
+double rma_get(struct cl_context *c, size_t s, long n) { return one_sided(c, s, n, GET); }
 
 /* Each side puts into the other's window and waits for it (post-start-complete-wait). */
-double rma_pingpong(struct cb_context *ctx, size_t size, long iterations)
+double rma_pingpong(struct cl_context *ctx, size_t size, long iterations)
 {
     if (ctx->rank > 1) return 2;
-    int count = cb_count(ctx, size), peer = 1 - ctx->rank;
+    int count = cl_count(ctx, size), peer = 1 - ctx->rank;
     for (long i = 0; i < iterations; i++) {
         for (int turn = 0; turn < 2; turn++) {
             if ((turn == 0) == (ctx->rank == 0)) {        /* my turn to put */
-                unsigned char *out = cb_message(&ctx->send, i);
-                cb_fill(ctx, out, size, i, turn);
+                unsigned char *out = cl_message(&ctx->send, i);
+                cl_fill(ctx, out, size, i, turn);
                 MPI_Win_start(rma.peer_group, 0, rma.win);
                 MPI_Put(out, count, ctx->datatype, peer, displacement(ctx, i), count, ctx->datatype, rma.win);
                 MPI_Win_complete(rma.win);
             } else {                                       /* wait for the peer's put */
                 MPI_Win_post(rma.peer_group, 0, rma.win);
                 MPI_Win_wait(rma.win);
-                cb_check(ctx, cb_message(&ctx->recv, i), size, i, turn);
+                cl_check(ctx, cl_message(&ctx->recv, i), size, i, turn);
             }
         }
     }
     return 2;
 }
 
-const char *create_pscw_window(struct cb_context *ctx, size_t max_size)
+const char *create_pscw_window(struct cl_context *ctx, size_t max_size)
 {
     ctx->params.sync = "pscw";
     return create_window(ctx, max_size);

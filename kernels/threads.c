@@ -12,9 +12,9 @@
 
 __attribute__((noinline)) static void empty_call(void) { __asm__ __volatile__(""); }
 
-static double now(const struct cb_context *ctx) { return cb_now(ctx->timer); }
+static double now(const struct cl_context *ctx) { return cl_now(ctx->timer); }
 
-static double empty_call_time(const struct cb_context *ctx, long iterations)
+static double empty_call_time(const struct cl_context *ctx, long iterations)
 {
     double t0 = now(ctx);
     for (long i = 0; i < iterations; i++) empty_call();
@@ -22,14 +22,14 @@ static double empty_call_time(const struct cb_context *ctx, long iterations)
 }
 
 /* Records a self-timed result: `raw` seconds per operation, and the empty call's. */
-static double report(struct cb_context *ctx, double raw, long iterations)
+static double report(struct cl_context *ctx, double raw, long iterations)
 {
     ctx->subtracted = empty_call_time(ctx, iterations);
     ctx->measured = raw;
     return 0;
 }
 
-const char *rank0_only(struct cb_context *ctx, size_t max_size)
+const char *rank0_only(struct cl_context *ctx, size_t max_size)
 {
     (void)max_size;
     return ctx->integrity ? "thread kernels have no integrity mode" : NULL;
@@ -58,7 +58,7 @@ static void *link_in_chain(void *arg)
     return NULL;
 }
 
-double thread_create(struct cb_context *ctx, size_t size, long iterations)
+double thread_create(struct cl_context *ctx, size_t size, long iterations)
 {
     (void)size;
     if (ctx->rank != 0 || iterations == 0) return 1;
@@ -82,7 +82,7 @@ struct pair {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     pthread_barrier_t start;
-    const struct cb_context *ctx;
+    const struct cl_context *ctx;
     double began, ended;
 };
 
@@ -125,7 +125,7 @@ static void *take_turns(void *arg, int me)
 
 static void *second(void *arg) { return take_turns(arg, 1); }
 
-static double handoffs(struct cb_context *ctx, long iterations, enum handoff how)
+static double handoffs(struct cl_context *ctx, long iterations, enum handoff how)
 {
     if (ctx->rank != 0 || iterations == 0) return 1;
     cpu_set_t mine;
@@ -149,11 +149,11 @@ static double handoffs(struct cb_context *ctx, long iterations, enum handoff how
     return report(ctx, (p.ended - p.began) / (2.0 * (double)iterations), iterations);
 }
 
-double thread_yield(struct cb_context *c, size_t s, long n) { (void)s; return handoffs(c, n, YIELD); }
-double mutex_pingpong(struct cb_context *c, size_t s, long n) { (void)s; return handoffs(c, n, MUTEX); }
-double cond_pingpong(struct cb_context *c, size_t s, long n) { (void)s; return handoffs(c, n, COND); }
+double thread_yield(struct cl_context *c, size_t s, long n) { (void)s; return handoffs(c, n, YIELD); }
+double mutex_pingpong(struct cl_context *c, size_t s, long n) { (void)s; return handoffs(c, n, MUTEX); }
+double cond_pingpong(struct cl_context *c, size_t s, long n) { (void)s; return handoffs(c, n, COND); }
 
-double mutex_overhead(struct cb_context *ctx, size_t size, long iterations)
+double mutex_overhead(struct cl_context *ctx, size_t size, long iterations)
 {
     (void)size;
     if (ctx->rank != 0 || iterations == 0) return 1;
@@ -166,7 +166,7 @@ double mutex_overhead(struct cb_context *ctx, size_t size, long iterations)
     return report(ctx, (now(ctx) - t0) / (double)iterations, iterations);
 }
 
-double cond_signal_overhead(struct cb_context *ctx, size_t size, long iterations)
+double cond_signal_overhead(struct cl_context *ctx, size_t size, long iterations)
 {
     (void)size;
     if (ctx->rank != 0 || iterations == 0) return 1;

@@ -4,14 +4,14 @@
 
 enum exchange_mode { PINGPING, SENDRECV, SENDRECV_REPLACE, IRECV_ISEND };
 
-CB_INLINE double exchange(struct cb_context *ctx, size_t size, long iterations, enum exchange_mode mode)
+CL_INLINE double exchange(struct cl_context *ctx, size_t size, long iterations, enum exchange_mode mode)
 {
     if (ctx->rank > 1) return 1;
-    int peer = 1 - ctx->rank, count = cb_count(ctx, size);
+    int peer = 1 - ctx->rank, count = cl_count(ctx, size);
     MPI_Request requests[2];
     for (long i = 0; i < iterations; i++) {
-        unsigned char *out = cb_message(&ctx->send, i), *in = cb_message(&ctx->recv, i);
-        cb_fill(ctx, out, size, i, ctx->rank);
+        unsigned char *out = cl_message(&ctx->send, i), *in = cl_message(&ctx->recv, i);
+        cl_fill(ctx, out, size, i, ctx->rank);
         switch (mode) {
         case PINGPING:
             MPI_Isend(out, count, ctx->datatype, peer, 0, ctx->comm, &requests[0]);
@@ -33,12 +33,12 @@ CB_INLINE double exchange(struct cb_context *ctx, size_t size, long iterations, 
             MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
             break;
         }
-        cb_check(ctx, in, size, i, peer);
+        cl_check(ctx, in, size, i, peer);
     }
     return 1;
 }
 
-double pingping(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, PINGPING); }
-double sendrecv(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, SENDRECV); }
-double sendrecv_replace(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, SENDRECV_REPLACE); }
-double isend_irecv(struct cb_context *c, size_t s, long n) { return exchange(c, s, n, IRECV_ISEND); }
+double pingping(struct cl_context *c, size_t s, long n) { return exchange(c, s, n, PINGPING); }
+double sendrecv(struct cl_context *c, size_t s, long n) { return exchange(c, s, n, SENDRECV); }
+double sendrecv_replace(struct cl_context *c, size_t s, long n) { return exchange(c, s, n, SENDRECV_REPLACE); }
+double isend_irecv(struct cl_context *c, size_t s, long n) { return exchange(c, s, n, IRECV_ISEND); }

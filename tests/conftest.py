@@ -43,7 +43,7 @@ def interruptible() -> None:
 
 
 def workflow_command(workdir: Path, *args: str) -> list[str]:
-    """The commbench workflow run in `workdir` as `make campaign` runs it from the repository, with
+    """The commlens workflow run in `workdir` as `make campaign` runs it from the repository, with
     the project's own strict kernel build against the newest libraries (warnings are errors; users'
     builds, and older libraries' whose headers trip compiler false positives, are not). Every test
     run of the workflow uses it: a run with other build settings would rebuild and rerun everything."""
@@ -92,10 +92,10 @@ def small_campaign(name: str, *, launches: int = 1, timeout: int = 60, max_point
 
 
 def campaign_error(directory: Path, text: str) -> str:
-    """The message a campaign file is refused with, as `commbench validate` checks it (the schema, then
+    """The message a campaign file is refused with, as `commlens validate` checks it (the schema, then
     its kernels against the catalogue); it must begin with the file's path."""
-    from commbench.campaign import CampaignError, load_campaign
-    from commbench.launch.preflight import check_kernels
+    from commlens.campaign import CampaignError, load_campaign
+    from commlens.launch.preflight import check_kernels
 
     path = write_campaign(directory, text)
     with pytest.raises(CampaignError) as info:
@@ -188,7 +188,7 @@ def workspace(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def built(workspace, request) -> dict[str, Path]:
-    """Both libraries' environments and commbench-kernels binaries, made by the workflow's rules (once
+    """Both libraries' environments and commlens-kernels binaries, made by the workflow's rules (once
     for the run, in the shared workspace)."""
     with _shared_workspace(request.config) as shared:
         if not (shared / BUILT).exists():
@@ -196,15 +196,15 @@ def built(workspace, request) -> dict[str, Path]:
             snakemake(shared, "builds", "--configfile", str(shared / "config" / "campaigns" / "quick.yaml"))
             (shared / BUILT).touch()
         _adopt(shared, workspace, "build")
-    return {name: workspace / "build" / "kernels" / name / "commbench-kernels" for name in LIBRARIES}
+    return {name: workspace / "build" / "kernels" / name / "commlens-kernels" for name in LIBRARIES}
 
 
 def launch(workspace: Path, library: str, placement, kernel_args: list[str], tmp_path: Path,
            library_env: dict | None = None, timeout_s: float = 180, scratch=None):
-    """One launch through commbench's own launcher (binding, transports, emulated network),
+    """One launch through commlens's own launcher (binding, transports, emulated network),
     read back through the raw-file reader, as a campaign would."""
-    from commbench.launch.run import run_launch
-    from commbench.io.raw import read_raw
+    from commlens.launch.run import run_launch
+    from commlens.io.raw import read_raw
 
     installation = json.loads((workspace / "build" / "envs" / library / "library.json").read_text())
     build = json.loads((workspace / "build" / "kernels" / library / "build.json").read_text())

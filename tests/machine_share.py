@@ -26,7 +26,7 @@ Tests are sent to the workers in groups (xdist's scope scheduling, with this mod
 - the tests that share a module's fixture, which their worker then makes once, larger groups first;
 - every other test on its own: those that launch MPI or run a workflow first, the quick ones last.
 The longest work goes first so that the workers end together.
-Launches through commbench itself already take turns on the machine (commbench.launch.locks).
+Launches through commlens itself already take turns on the machine (commlens.launch.locks).
 
 Without xdist (`pytest -p no:xdist`, `-n 0`) none of this applies: every test runs alone.
 """
@@ -43,7 +43,7 @@ from pathlib import Path
 import pytest
 
 ALONE = "alone"
-SHARE_FOLDER = "commbench_machine_share"   # the key under which workers are told the run's folder
+SHARE_FOLDER = "commlens_machine_share"   # the key under which workers are told the run's folder
 GROUPS = "groups.json"                     # in that folder: test id -> group, written by the workers
 
 
@@ -52,7 +52,7 @@ def run_folder(config) -> Path:
     if hasattr(config, "workerinput"):
         return Path(config.workerinput[SHARE_FOLDER])
     if _FOLDER not in config.stash:
-        config.stash[_FOLDER] = tempfile.mkdtemp(prefix="commbench-tests-")
+        config.stash[_FOLDER] = tempfile.mkdtemp(prefix="commlens-tests-")
     return Path(config.stash[_FOLDER])
 
 

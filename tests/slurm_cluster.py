@@ -1,6 +1,6 @@
 """A real multi-node Slurm cluster on this host, for the tests marked `slurm`.
 
-The nodes are virtual nodes (commbench.launch.vnodes): network namespaces behind a bridge,
+The nodes are virtual nodes (commlens.launch.vnodes): network namespaces behind a bridge,
 each with its own hostname, address and CPUs. One node has every CPU of the host
 (on-node placements of as many ranks as it has cores) and two split them (two-node
 placements, whose ranks must not share a core); the split nodes weigh less, so Slurm
@@ -42,11 +42,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from commbench.launch import vnodes
+from commlens.launch import vnodes
 
 PARTITION = "debug"
-CLUSTER = "commbench"
-STATE_DIR = Path(tempfile.gettempdir()) / "commbench-slurm"
+CLUSTER = "commlens"
+STATE_DIR = Path(tempfile.gettempdir()) / "commlens-slurm"
 CONFIGLESS_LINK = Path("/run/slurm/conf")   # where Slurm clients look when SLURM_CONF is unset
 COMMANDS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scontrol")
 DAEMONS = ("slurmd-*", "slurmctld", "munged")   # stop order: the nodes, the controller, then authentication

@@ -3,7 +3,7 @@ the campaign's dataset names that node and that link and nothing else, and no no
 cluster (the real workflow, real wires, real MPI).
 
 The clean cluster's links are judged too since each frame of a wire carries at most 125 us of its
-link's time (commbench.launch.wire.BURST_S): with the node's TCP bursts passed whole, the pairs two
+link's time (commlens.launch.wire.BURST_S): with the node's TCP bursts passed whole, the pairs two
 nodes apart (vnode4 to vnode0, vnode2 to vnode4, ...) took 20-40% longer than the others in every
 launch, with either library, and the analysis named them, rightly, as slow links."""
 
@@ -12,12 +12,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from commbench import open_campaign
-from commbench.data.export import pairs_table
-from commbench.launch import vnodes
-from commbench.report.analysis_table import ReportData
-from commbench.report.methods import methods_markdown
-from commbench.report.network_figures import pair_matrices
+from commlens import open_campaign
+from commlens.data.export import pairs_table
+from commlens.launch import vnodes
+from commlens.report.analysis_table import ReportData
+from commlens.report.methods import methods_markdown
+from commlens.report.network_figures import pair_matrices
 
 from conftest import snakemake
 
@@ -57,7 +57,7 @@ def test_a_slow_node_and_a_slow_link_are_named_and_nothing_of_a_clean_cluster(wo
             "sends the other) 10 Mbit/s") in methods
     assert methods.count("faults planted") == 1
 
-    found = {name: ds.commbench.pairs("mpich-5.0.2", name, "allpairs.isolated", 8192) for name in ("clean", "slow3")}
+    found = {name: ds.commlens.pairs("mpich-5.0.2", name, "allpairs.isolated", 8192) for name in ("clean", "slow3")}
     for name, findings in found.items():
         print(name, findings.named() or "nothing named", findings.nodes.round(3).to_string(), sep="\n")
     assert not found["clean"].nodes["named"].any() and not found["clean"].links["named"].any()

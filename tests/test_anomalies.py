@@ -7,11 +7,11 @@ the curve was generated from; every curve has a fixed seed.
 import numpy as np
 import pytest
 
-import commbench.analysis  # noqa: F401  (registers ds.commbench)
-from commbench.analysis import anomalies
-from commbench.analysis.models import fit_piecewise
-from commbench.data import synthetic as syn
-from commbench.data.samples import POINT_DIMS
+import commlens.analysis  # noqa: F401  (registers ds.commlens)
+from commlens.analysis import anomalies
+from commlens.analysis.models import fit_piecewise
+from commlens.data import synthetic as syn
+from commlens.data.samples import POINT_DIMS
 
 from test_models import HEAVY, match_breakpoints, switch_sweep, true_first_sizes
 
@@ -160,14 +160,14 @@ def test_a_host_that_changed_speed_part_way_through_launches_makes_no_finding_of
 
 
 def test_a_dataset_s_anomalies_level_each_launch_along_the_positions_it_recorded():
-    """ds.commbench.anomalies() reads where each point was measured from the dataset's `position`: seed
+    """ds.commlens.anomalies() reads where each point was measured from the dataset's `position`: seed
     2's curve gives its switch at 32 KiB with them, and from the times alone nothing."""
     curve = syn.generate(EAGER_GRID, EAGER_32K, EAGER_NOISE, n_samples=50, n_launches=8, seed=2)
     times, positions = syn.with_spell(curve, syn.Spell(0.6), seed=2)
     ds = syn.dataset_from_cubes({("lib", "2N1P", "pingpong.send"): (curve.sizes, times)})
-    assert len(ds.commbench.anomalies()) == 0
+    assert len(ds.commlens.anomalies()) == 0
     ds["position"] = (POINT_DIMS, positions[None, None, None])
-    found = ds.commbench.anomalies()
+    found = ds.commlens.anomalies()
     assert list(found["kind"]) == ["protocol_switch"] and found.iloc[0]["size"] == 32768, found
 
 
@@ -340,7 +340,7 @@ def small_campaign():
 
 def test_accessor_fits_every_curve_into_one_dataset():
     curves, ds = small_campaign()
-    hockney = ds.commbench.fit("hockney", n_boot=100)
+    hockney = ds.commlens.fit("hockney", n_boot=100)
     assert hockney["latency_s"].dims == ("library", "placement", "kernel")
     assert hockney["latency_interval_s"].dims == ("library", "placement", "kernel", "bound")
     for (library, placement, kernel), (truth, curve) in curves.items():
@@ -350,27 +350,27 @@ def test_accessor_fits_every_curve_into_one_dataset():
         if library == "lib-a":
             assert hockney["latency_s"].sel(cell).item() == pytest.approx(truth.latency_s, rel=0.05)
             assert hockney["bandwidth_Bps"].sel(cell).item() == pytest.approx(truth.bandwidth_Bps, rel=0.05)
-    piecewise = ds.commbench.fit("piecewise")
+    piecewise = ds.commlens.fit("piecewise")
     breakpoints = piecewise["breakpoint_bytes"]
     assert (piecewise["n_segments"].sel(library="lib-a") == 1).all()
     assert (piecewise["n_segments"].sel(library="lib-b") == 2).all()
     assert (breakpoints.sel(library="lib-b", breakpoint=0) == 16384).all()
     assert breakpoints.sel(library="lib-a").isnull().all()
-    packet = ds.commbench.fit("packet")
+    packet = ds.commlens.fit("packet")
     assert set(packet.data_vars) >= {"payload_bytes", "overhead_bytes", "payload_interval_bytes"}
     with pytest.raises(ValueError, match="unknown model"):
-        ds.commbench.fit("logp")
+        ds.commlens.fit("logp")
 
 
 def test_accessor_leaves_curves_without_data_as_nan_and_finds_anomalies_per_curve():
     curves, _ = small_campaign()
     del curves["lib-a", "2N1P", "pingpong.ssend"]      # its labels stay, from the other curves
     ds = syn.campaign_dataset({key: curve for key, (_, curve) in curves.items()})
-    fits = ds.commbench.fit("hockney", n_boot=50)
+    fits = ds.commlens.fit("hockney", n_boot=50)
     assert np.isnan(fits["latency_s"].sel(library="lib-a", placement="2N1P", kernel="pingpong.ssend").item())
-    table = ds.commbench.anomalies()
+    table = ds.commlens.anomalies()
     assert list(table.columns[:3]) == ["library", "placement", "kernel"]
     assert set(table["kind"]) == {"protocol_switch"} and set(table["library"]) == {"lib-b"}
     assert len(table) == 4 and (table["size"] == 16384).all()
-    quiet = ds.sel(library=["lib-a"]).commbench.anomalies()
+    quiet = ds.sel(library=["lib-a"]).commlens.anomalies()
     assert quiet.empty and list(quiet.columns) == list(table.columns)

@@ -1,4 +1,4 @@
-"""commbench-kernels as an OSU Micro-Benchmarks user runs it: OSU's options (-m, -i, -x), a table on the
+"""commlens-kernels as an OSU Micro-Benchmarks user runs it: OSU's options (-m, -i, -x), a table on the
 console, --osu timing as osu_latency and osu_bw time, every bad value refused by name, and help and
 errors printed once however many ranks there are."""
 
@@ -7,10 +7,10 @@ import statistics
 
 import pytest
 
-from commbench.campaign import load_campaign
-from commbench.launch.catalogue import launch_needs
-from commbench.launch.preflight import check_kernels
-from commbench.units import parse_size
+from commlens.campaign import load_campaign
+from commlens.launch.catalogue import launch_needs
+from commlens.launch.preflight import check_kernels
+from commlens.units import parse_size
 from conftest import LIBRARIES, campaign_error, write_campaign
 from test_harness import run_kernels
 
@@ -20,8 +20,8 @@ SIZE_SYNTAX = "bytes: digits, optionally followed by k, M, G or Ki, Mi, Gi (x102
 
 
 def messages(stderr: str) -> list[str]:
-    """commbench-kernels' own lines among the launcher's (Open MPI adds its own on a failed rank)."""
-    return [line for line in stderr.splitlines() if line.startswith("commbench-kernels:")]
+    """commlens-kernels' own lines among the launcher's (Open MPI adds its own on a failed rank)."""
+    return [line for line in stderr.splitlines() if line.startswith("commlens-kernels:")]
 
 
 def table(stdout: str) -> tuple[list[str], list[list[str]]]:
@@ -35,7 +35,7 @@ def test_an_osu_style_run_prints_a_table_of_osu_timing(workspace, built, library
     proc = run_kernels(workspace, library, "pingpong.send", "-m", "1:1024", "-i", "1000", "-x", "100", "--osu")
     assert proc.returncode == 0, proc.stderr
     header, rows = table(proc.stdout)
-    assert header[0].startswith("commbench-kernels pingpong.send: half round trip")
+    assert header[0].startswith("commlens-kernels pingpong.send: half round trip")
     assert header[1] == ("MPICH Version: 5.0.2, 2 ranks" if library.startswith("mpich") else "Open MPI v5.0.11, 2 ranks")
     assert header[2].startswith("timing: osu: 1000 iterations after 100 warm-up")
     assert header[-1].split() == ["Size", "Mean(us)", "Min(us)", "P99(us)", "Samples", "Settled"]
@@ -127,21 +127,21 @@ def test_osu_defaults_are_osu_7_4s_and_streams_read_in_mb_per_s(workspace, built
 def test_each_bad_value_is_refused_once_naming_the_option_and_the_value(workspace, built, args, message):
     proc = run_kernels(workspace, LIBRARIES[0], "pingpong.send", *args)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert messages(proc.stderr) == [f"commbench-kernels: {message}"]      # one line, from rank 0 alone
+    assert messages(proc.stderr) == [f"commlens-kernels: {message}"]      # one line, from rank 0 alone
 
 
 @pytest.mark.parametrize("args, message", [
     (["pingpong.sned"], "unknown kernel pingpong.sned (did you mean pingpong.send? --list lists them)"),
     (["osu_latency"], "unknown kernel osu_latency (--list lists them)"),
-    ([], "no KERNEL given (commbench-kernels --list lists them)"),
+    ([], "no KERNEL given (commlens-kernels --list lists them)"),
 ])
 def test_a_kernel_name_that_is_not_one_is_named_with_the_nearest(workspace, built, args, message):
     proc = run_kernels(workspace, LIBRARIES[1], *args)
-    assert proc.returncode == 2 and messages(proc.stderr) == [f"commbench-kernels: {message}"]
+    assert proc.returncode == 2 and messages(proc.stderr) == [f"commlens-kernels: {message}"]
 
 
 def test_a_campaign_is_checked_with_the_same_strict_parser():
-    """What commbench validate runs before any launch (the catalogue tool) refuses what the binary does."""
+    """What commlens validate runs before any launch (the catalogue tool) refuses what the binary does."""
     with pytest.raises(ValueError, match="^--max-samples 4294967496: must be from 2 to 2147483647$"):
         launch_needs(["pingpong.send", "--max-samples", "4294967496"], 2)
     assert launch_needs(["pingpong.send", "-m", "1:4Mi"], 2)["largest"] == 4 * 2**20
@@ -192,5 +192,5 @@ def test_a_campaign_entry_asks_for_osu_timing_by_key(tmp_path):
 def test_a_kernel_that_times_every_pair_refuses_osu_timing(workspace, built):
     proc = run_kernels(workspace, LIBRARIES[0], "allpairs.shifted", "--osu")
     assert proc.returncode == 2 and messages(proc.stderr) == [
-        "commbench-kernels: allpairs.shifted times every pair of ranks and has no OSU counterpart: measure it "
+        "commlens-kernels: allpairs.shifted times every pair of ranks and has no OSU counterpart: measure it "
         "without --osu"]

@@ -1,4 +1,4 @@
-"""commbench bisect: the halving search on recorded outcomes, what counts as a release having the
+"""commlens bisect: the halving search on recorded outcomes, what counts as a release having the
 change, which releases a family's specs offer, and one real step through the workflow."""
 
 import json
@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from commbench.analysis.bisection import (CHANGED, FAILED, UNCHANGED, UNDECIDED, cell_outcome, conclude,
+from commlens.analysis.bisection import (CHANGED, FAILED, UNCHANGED, UNDECIDED, cell_outcome, conclude,
                                           next_release, release_outcome)
-from commbench.cli import main
-from commbench.cli.bisect import family_releases, spec_release
+from commlens.cli import main
+from commlens.cli.bisect import family_releases, spec_release
 
 
 def search(truth: list[str]) -> tuple[list[int], object]:

@@ -1,6 +1,6 @@
 import pytest
 
-from commbench.campaign import CampaignError, load_campaign
+from commlens.campaign import CampaignError, load_campaign
 
 from conftest import REPO, campaign_error as error_of, write_campaign as write
 

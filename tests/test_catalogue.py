@@ -11,8 +11,8 @@ import textwrap
 import pandas as pd
 import pytest
 
-from commbench import open_campaign
-from commbench.launch.catalogue import catalogue, launch_needs, tool
+from commlens import open_campaign
+from commlens.launch.catalogue import catalogue, launch_needs, tool
 
 from conftest import LIBRARIES, REPO, campaign_error, snakemake
 
@@ -64,15 +64,15 @@ EXTRA_FAMILY = """
     /* A kernel added for the catalogue test: a ping-pong, as pingpong.send. */
     #include "patterns.h"
 
-    double extra_pingpong(struct cb_context *ctx, size_t size, long iterations)
+    double extra_pingpong(struct cl_context *ctx, size_t size, long iterations)
     {
         if (ctx->rank > 1) return 2;
-        return cb_pingpong(ctx, size, iterations, 1 - ctx->rank, ctx->rank == 0, CB_SEND, CB_RECV);
+        return cl_pingpong(ctx, size, iterations, 1 - ctx->rank, ctx->rank == 0, CL_SEND, CL_RECV);
     }
 """
 EXTRA_ENTRY = """
 KERNEL(extra_pingpong, no_setup, no_teardown, .name = "extra.pingpong", .family = "extra", .min_ranks = 2,
-       .metric = "half round trip of the extra kernel, timed at rank 0", .bytes_moved = {3, CB_ONCE})
+       .metric = "half round trip of the extra kernel, timed at rank 0", .bytes_moved = {3, CL_ONCE})
 """
 
 
@@ -104,13 +104,13 @@ def test_a_kernel_added_only_in_c_runs_through_a_campaign_the_report_and_export(
     assert (ds["status"].sel(kernel="extra.pingpong") == "ok").all()
     assert str(ds["metric"].sel(kernel="extra.pingpong").values) == "half round trip of the extra kernel, timed at rank 0"
     assert float(ds["bytes_factor"].sel(kernel="extra.pingpong")) == 3
-    summary = ds.commbench.summary(ci=False)
+    summary = ds.commlens.summary(ci=False)
     ratio = summary["bandwidth"].sel(kernel="extra.pingpong") * summary["median"].sel(kernel="extra.pingpong")
     assert float((ratio / ds["size"]).isel(size=-1).squeeze()) == pytest.approx(3)
     report = (tmp_path / "results" / "extra" / "report.html").read_text()
     assert "extra.pingpong" in report
     table = tmp_path / "extra.csv"
-    subprocess.run([sys.executable, "-m", "commbench.cli", "export", str(tmp_path / "results" / "extra" / "extra.nc"),
+    subprocess.run([sys.executable, "-m", "commlens.cli", "export", str(tmp_path / "results" / "extra" / "extra.nc"),
                     "--output", str(table)], check=True, capture_output=True)
     rows = pd.read_csv(table)
     assert set(rows[rows["kernel"] == "extra.pingpong"]["size"]) == {8, 1024, 65536}

@@ -1,4 +1,4 @@
-"""A campaign dataset follows the CF conventions on disk (commbench.io.conventions), checked by the IOOS
+"""A campaign dataset follows the CF conventions on disk (commlens.io.conventions), checked by the IOOS
 compliance checker and by reading the file with netCDF4 alone, and reads back through open_campaign
 exactly as it was built; datasets written before still open."""
 
@@ -12,11 +12,11 @@ import pytest
 from cf_units import Unit
 from compliance_checker.runner import CheckSuite
 
-from commbench.data.collect import build_dataset, read_all
-from commbench.io.netcdf import write_dataset
-from commbench.io.conventions import CONVENTIONS, STATUSES
-from commbench import open_campaign
-from commbench.io.raw import LAUNCH_STATUSES, read_raw
+from commlens.data.collect import build_dataset, read_all
+from commlens.io.netcdf import write_dataset
+from commlens.io.conventions import CONVENTIONS, STATUSES
+from commlens import open_campaign
+from commlens.io.raw import LAUNCH_STATUSES, read_raw
 from test_collect import BUILDS, LIBRARIES, campaign, complete, launch_record, write_raw
 
 # The checker orders a coordinate by subtracting neighbours, which text coordinates (library,
@@ -39,13 +39,13 @@ def cf_findings(path) -> list[str]:
 
 
 def assert_cf_on_disk(path, campaign_name: str) -> None:
-    """What CF asks of a commbench dataset, read with netCDF4 alone (no commbench, no xarray)."""
+    """What CF asks of a commlens dataset, read with netCDF4 alone (no commlens, no xarray)."""
     with netCDF4.Dataset(path) as nc:
         assert nc.getncattr("Conventions") == CONVENTIONS
         assert campaign_name in nc.getncattr("title")
-        assert nc.getncattr("source").startswith("commbench ")
+        assert nc.getncattr("source").startswith("commlens ")
         stamp, _, what = nc.getncattr("history").partition(" ")
-        assert datetime.fromisoformat(stamp) and "commbench" in what       # each line starts with its time
+        assert datetime.fromisoformat(stamp) and "commlens" in what       # each line starts with its time
         for name, variable in nc.variables.items():
             if variable.dtype is str or variable.dtype.kind in "SU":
                 continue                                                  # labels, reasons: text has no units

@@ -1,4 +1,4 @@
-"""The commbench command as a newcomer types it: the verbs they expect (--version, kernels, run), and
+"""The commlens command as a newcomer types it: the verbs they expect (--version, kernels, run), and
 every typo fed back with the message it must get: one line naming the file or name and what is
 allowed, exit status 2, nothing written."""
 
@@ -16,19 +16,19 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from commbench import __version__, cli, open_campaign
-from commbench.data import synthetic as syn
-from commbench.data.export import points_table
-from commbench.data.imported import import_files
-from commbench.io.netcdf import write_dataset
-from commbench.launch.catalogue import catalogue
-from commbench.units import format_size, format_us
+from commlens import __version__, cli, open_campaign
+from commlens.data import synthetic as syn
+from commlens.data.export import points_table
+from commlens.data.imported import import_files
+from commlens.io.netcdf import write_dataset
+from commlens.launch.catalogue import catalogue
+from commlens.units import format_size, format_us
 
 from conftest import LIBRARIES, interruptible, small_campaign, write_campaign
 from test_compare import campaign as two_rows
 
 OSU = Path(__file__).parent / "data" / "osu-7.4"
-COMMBENCH = Path(sys.executable).parent / "commbench"
+COMMLENS = Path(sys.executable).parent / "commlens"
 
 
 def run_cli(capsys, *args) -> tuple[int, str, str]:
@@ -45,7 +45,7 @@ def one_line_error(err: str) -> str:
 
 
 def saved(ds: xr.Dataset, path: Path) -> Path:
-    ds.attrs.setdefault("commbench_version", "test")
+    ds.attrs.setdefault("commlens_version", "test")
     ds.to_netcdf(path)
     return path
 
@@ -55,7 +55,7 @@ def saved(ds: xr.Dataset, path: Path) -> Path:
 def test_version(capsys):
     with pytest.raises(SystemExit) as done:
         cli.main(["--version"])
-    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"commbench {__version__}"
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"commlens {__version__}"
 
 
 def test_kernels_one_line_each_from_the_catalogue(capsys):
@@ -74,7 +74,7 @@ def test_kernels_one_line_each_from_the_catalogue(capsys):
 def test_run_refuses_a_broken_campaign_before_snakemake_starts(tmp_path, capsys):
     campaign = write_campaign(tmp_path, "campaign: c\nlaunchs: 3\n")
     code, out, err = run_cli(capsys, "run", campaign, "--directory", tmp_path)
-    assert code == 2 and err.startswith(f"commbench run: {campaign}") and "'launchs'" in err
+    assert code == 2 and err.startswith(f"commlens run: {campaign}") and "'launchs'" in err
     assert "Traceback" not in err and out == "" and not (tmp_path / "results").exists()
 
 
@@ -96,7 +96,7 @@ def before_after(tmp_path_factory):
 def test_compare_map_refuses_unknown_rows_on_either_side(before_after, capsys, mapping, side, name, nearest):
     code, out, err = run_cli(capsys, "compare", *before_after, "--map", mapping)
     assert code == 2 and out == ""
-    assert one_line_error(err) == (f"commbench compare: --map: the {side} has no library row {name!r} "
+    assert one_line_error(err) == (f"commlens compare: --map: the {side} has no library row {name!r} "
                                    f"(did you mean {nearest!r}?); its rows: {nearest}")
 
 
@@ -117,7 +117,7 @@ def test_compare_of_a_dataset_with_itself_is_warned(before_after, capsys):
     base, _ = before_after
     code, out, err = run_cli(capsys, "compare", base, base)
     assert code == 0
-    assert f"commbench compare: warning: baseline and candidate are the same dataset ({base})" in err
+    assert f"commlens compare: warning: baseline and candidate are the same dataset ({base})" in err
     assert "no size range changed" in out and "launches per cell: baseline 5, candidate 5" in out
 
 
@@ -163,7 +163,7 @@ def test_export_to_standard_output(osu_dataset, tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--output", "points.xlsx"], "--output points.xlsx: .xlsx is not a format commbench writes; give a file "
+    (["--output", "points.xlsx"], "--output points.xlsx: .xlsx is not a format commlens writes; give a file "
                                   "ending in .csv, .parquet, .json (or - for standard output)"),
     (["--output", "points.parquet", "--format", "csv"],
      "--output points.parquet ends in .parquet but --format is csv; give one format"),
@@ -172,7 +172,7 @@ def test_export_refuses_an_output_it_would_not_write_as_named(osu_dataset, tmp_p
                                                               message):
     monkeypatch.chdir(tmp_path)
     code, out, err = run_cli(capsys, "export", osu_dataset, *args)
-    assert code == 2 and one_line_error(err) == f"commbench export: {message}"
+    assert code == 2 and one_line_error(err) == f"commlens export: {message}"
     assert list(tmp_path.iterdir()) == []
 
 
@@ -195,7 +195,7 @@ def test_summary_columns_fit_long_row_names(tmp_path, capsys):
         for name in ("P50", "P99", "MB/s"):
             end = header.index(name) + len(name)
             assert row[end - 1] != " " and (end == len(row) or row[end] == " "), (name, header, row)
-    stats = open_campaign(path).commbench.summary(ci=False).sel(kernel="pingpong.send").isel(library=0, placement=0)
+    stats = open_campaign(path).commlens.summary(ci=False).sel(kernel="pingpong.send").isel(library=0, placement=0)
     smallest = stats.isel(size=int(np.flatnonzero(np.isfinite(stats["median"].values))[0]))
     latency = next(row for row in rows if "pingpong.send" in row).split()
     assert latency[3:5] == format_size(int(smallest["size"])).split()
@@ -233,7 +233,7 @@ def test_a_file_that_is_no_dataset_is_one_line_naming_it(tmp_path, capsys, verb)
     args = [verb[0], bad] + [bad for _ in verb[1:]]
     code, out, err = run_cli(capsys, *args)
     line = one_line_error(err)
-    assert code == 2 and line.startswith(f"commbench {verb[0]}: {bad}: ") and out == ""
+    assert code == 2 and line.startswith(f"commlens {verb[0]}: {bad}: ") and out == ""
     assert list(tmp_path.iterdir()) == [bad]
 
 
@@ -242,8 +242,8 @@ def test_a_file_that_is_no_dataset_is_one_line_naming_it(tmp_path, capsys, verb)
 STRICT = ["--config", "strict_build=" + ",".join(LIBRARIES)]     # the tests' builds (conftest.workflow_command)
 
 
-def commbench_run(workspace: Path, campaign: Path, *args: str) -> list[str]:
-    return [str(COMMBENCH), "run", str(campaign), "--directory", str(workspace), *args, *STRICT]
+def commlens_run(workspace: Path, campaign: Path, *args: str) -> list[str]:
+    return [str(COMMLENS), "run", str(campaign), "--directory", str(workspace), *args, *STRICT]
 
 
 def test_run_shows_snakemakes_error_without_its_chatter(tmp_path, capsys):
@@ -254,7 +254,7 @@ def test_run_shows_snakemakes_error_without_its_chatter(tmp_path, capsys):
     log = tmp_path / "results" / "refused" / "logs" / "snakemake.log"
     assert code == 1 and out == f"campaign refused: 2 launches; Snakemake's output: {log}\n"
     assert "launches: 0 is less than the minimum of 1" in err and "Traceback" not in err
-    assert err.rstrip().endswith(f"commbench run: Snakemake stopped with status 1 (the errors above; all of its "
+    assert err.rstrip().endswith(f"commlens run: Snakemake stopped with status 1 (the errors above; all of its "
                                  f"output: {log})")
     assert "Using workflow specific profile" in log.read_text() and "Using workflow" not in err
 
@@ -263,12 +263,12 @@ def test_run_shows_snakemakes_error_without_its_chatter(tmp_path, capsys):
 def test_run_shows_progress_not_snakemake_and_ends_with_the_summary(workspace, built, tmp_path):
     campaign = write_campaign(workspace / "config" / "campaigns", small_campaign("runverb", launches=2, timeout=60),
                               "runverb.yaml")
-    done = subprocess.run(commbench_run(workspace, campaign), cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "COMMBENCH_CACHE": str(tmp_path / "cache")})
+    done = subprocess.run(commlens_run(workspace, campaign), cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "COMMLENS_CACHE": str(tmp_path / "cache")})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout
     log = workspace / "results" / "runverb" / "logs" / "snakemake.log"
-    # Snakemake's chatter is in its log, not on the console; commbench's progress is.
+    # Snakemake's chatter is in its log, not on the console; commlens's progress is.
     assert "localrule run_launch:" in log.read_text() and "input:" in log.read_text()
     for chatter in ("rule ", "input:", "jobid", "Select jobs", "steps ("):
         assert chatter not in out, out
@@ -296,19 +296,19 @@ def test_ctrl_c_stops_a_run_and_leaves_nothing_running(workspace, built, tmp_pat
         "pingpong.send: {sizes: {list: [8, 1Ki]}}",
         "pingpong.send@hang: {sizes: {list: [8, 1Ki]}, test_hang_after: 1}")
     campaign = write_campaign(workspace / "config" / "campaigns", text, "runstop.yaml")
-    process = subprocess.Popen(commbench_run(workspace, campaign), cwd=workspace, stdout=subprocess.PIPE,
+    process = subprocess.Popen(commlens_run(workspace, campaign), cwd=workspace, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=interruptible,
-                               env={**os.environ, "COMMBENCH_CACHE": str(tmp_path / "cache")})
+                               env={**os.environ, "COMMLENS_CACHE": str(tmp_path / "cache")})
     raw = workspace / "results" / "runstop" / "raw"
     deadline = time.monotonic() + 120
     while not (list(raw.rglob("*.jsonl.partial")) and leftovers(workspace)):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.3)
     time.sleep(1.0)
-    process.send_signal(signal.SIGINT)            # to commbench alone, as a terminal's Ctrl-C reaches it
+    process.send_signal(signal.SIGINT)            # to commlens alone, as a terminal's Ctrl-C reaches it
     out, err = process.communicate(timeout=90)
     assert process.returncode == 130, out + err
-    assert "commbench run: stopped; finished launches are kept" in err
+    assert "commlens run: stopped; finished launches are kept" in err
     assert no_leftovers(workspace) == [] and not list(raw.rglob("*.partial"))
 
 
@@ -329,7 +329,7 @@ def workflows(workspace: Path) -> list[str]:
 
 @pytest.mark.mpi
 def test_a_run_killed_outright_takes_its_workflow_and_launch_along(workspace, built, tmp_path):
-    """SIGKILL (the OOM killer) gives `commbench run` no chance to stop Snakemake, which runs in a session
+    """SIGKILL (the OOM killer) gives `commlens run` no chance to stop Snakemake, which runs in a session
     of its own: its workflow and the launch under way must end all the same, and leave Snakemake's lock
     free, so that running the campaign again resumes it."""
     from test_reliability import leftovers, no_leftovers
@@ -338,9 +338,9 @@ def test_a_run_killed_outright_takes_its_workflow_and_launch_along(workspace, bu
         "pingpong.send: {sizes: {list: [8, 1Ki]}}",
         "pingpong.send@hang: {sizes: {list: [8, 1Ki]}, test_hang_after: 1}")
     campaign = write_campaign(workspace / "config" / "campaigns", text, "killedrun.yaml")
-    process = subprocess.Popen(commbench_run(workspace, campaign), cwd=workspace, stdout=subprocess.DEVNULL,
+    process = subprocess.Popen(commlens_run(workspace, campaign), cwd=workspace, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True,
-                               env={**os.environ, "COMMBENCH_CACHE": str(tmp_path / "cache")})
+                               env={**os.environ, "COMMLENS_CACHE": str(tmp_path / "cache")})
     raw = workspace / "results" / "killedrun" / "raw"
     deadline = time.monotonic() + 120
     while not (list(raw.rglob("*.jsonl.partial")) and leftovers(workspace)):   # the launch is measuring

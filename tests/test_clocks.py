@@ -5,7 +5,7 @@ the planted skew does not reach the latency the windows measure."""
 import numpy as np
 import pytest
 
-from commbench.launch.placement import Placement
+from commlens.launch.placement import Placement
 
 from conftest import LIBRARIES, QUICK_START, launch
 
@@ -62,9 +62,9 @@ def test_a_planted_clock_skew_does_not_reach_the_latency_of_windows(workspace, b
 
 
 def test_methods_states_the_recorded_synchronisation(workspace, built, tmp_path):
-    from commbench.campaign import Campaign, validate_campaign
-    from commbench.data.collect import build_dataset
-    from commbench.report.methods import methods
+    from commlens.campaign import Campaign, validate_campaign
+    from commlens.data.collect import build_dataset
+    from commlens.report.methods import methods
 
     result = launch(workspace, LIBRARIES[0], ON_NODE, ["coll.allreduce", "--method", "window", *COMMON], tmp_path)
     assert result.status == "ok", result.launch.get("console_tail")

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from commbench.campaign import validate_campaign, Campaign
-from commbench.data.collect import build_dataset, read_all, stream_raw
-from commbench.io.netcdf import write_dataset
-from commbench import open_campaign
-from commbench.io.raw import RawFileError, read_raw
-from commbench.data.samples import POINT_DIMS
-from commbench.report.methods import methods_markdown
+from commlens.campaign import validate_campaign, Campaign
+from commlens.data.collect import build_dataset, read_all, stream_raw
+from commlens.io.netcdf import write_dataset
+from commlens import open_campaign
+from commlens.io.raw import RawFileError, read_raw
+from commlens.data.samples import POINT_DIMS
+from commlens.report.methods import methods_markdown
 
 CONFIG = {
     "campaign": "unit",
@@ -140,8 +140,8 @@ def test_dataset_has_the_contract_dims_and_marks_failed_and_refused_cells(tmp_pa
     assert (ds["sample_count"].sel(library="libA", placement="2N1P", launch=1) == 0).all()
     assert ds["median"].sel(library="libA", placement="2N1P", launch=1).isnull().all()
     point = dict(library="libA", placement="1N2P", kernel="pingpong.send", launch=0)
-    assert np.allclose(ds.commbench.samples(**point, size=1).values, [1e-6, 1.1e-6, 0.9e-6])
-    assert ds.commbench.samples(**point, size=8).values.tolist() == [2e-6]
+    assert np.allclose(ds.commlens.samples(**point, size=1).values, [1e-6, 1.1e-6, 0.9e-6])
+    assert ds.commlens.samples(**point, size=8).values.tolist() == [2e-6]
     assert ds["median"].sel(**point, size=1).item() == pytest.approx(1e-6)
     assert ds["mean"].sel(**point, size=1).item() == pytest.approx(1e-6)
     assert ds["min"].sel(**point, size=1).item() == pytest.approx(0.9e-6)
@@ -160,14 +160,14 @@ def test_dataset_has_the_contract_dims_and_marks_failed_and_refused_cells(tmp_pa
     write_dataset(ds, path)
     back = open_campaign(path)
     assert np.array_equal(back["time"].values, ds["time"].values)      # every sample, in its place
-    assert np.allclose(back.commbench.samples(**point, size=1).values, [1e-6, 1.1e-6, 0.9e-6])
+    assert np.allclose(back.commlens.samples(**point, size=1).values, [1e-6, 1.1e-6, 0.9e-6])
     # A selection keeps each point's samples (starts are stored, not re-derived from counts).
-    assert back.sel(library=["libB"]).commbench.samples(
+    assert back.sel(library=["libB"]).commlens.samples(
         library="libB", placement="1N2P", kernel="pingpong.send", launch=0, size=8).values.tolist() == [2e-6]
     assert back["status"].sel(library="libB", placement="2N1P", kernel="pingpong.send", launch=1).item() == "timeout"
-    summary = back.commbench.summary()
+    summary = back.commlens.summary()
     assert summary["median"].sel(library="libA", placement="1N2P", kernel="pingpong.send", size=1).item() == pytest.approx(1e-6)
-    failed = back.commbench.failed_runs()
+    failed = back.commlens.failed_runs()
     assert sorted(failed["status"]) == ["missing"] * 4 + ["refused", "timeout"]
 
 
@@ -226,7 +226,7 @@ def test_streamed_collection_equals_collection_in_memory(tmp_path):
     # Each point's samples in the order they were measured, whatever the raw file's order of sizes.
     first = read_raw(files[0])
     for point in first.points:
-        np.testing.assert_array_equal(back.commbench.samples(library="libA", placement="1N2P", kernel="pingpong.send",
+        np.testing.assert_array_equal(back.commlens.samples(library="libA", placement="1N2P", kernel="pingpong.send",
                                                              launch=0, size=point.size).values, point.samples)
 
 
@@ -246,7 +246,7 @@ def test_a_dataset_in_the_older_dense_layout_is_converted_when_opened(tmp_path):
                         "status": (("library", "placement", "kernel", "launch"), np.full((2, 1, 1, 2), "ok"))},
                        coords={"library": ["a", "b"], "placement": ["1N2P"], "kernel": ["pingpong.send"],
                                "size": [1, 8, 64], "launch": [0, 1], "sample": np.arange(6)},
-                       attrs={"commbench_version": "0.1.0"})
+                       attrs={"commlens_version": "0.1.0"})
     dense.to_netcdf(tmp_path / "old.nc")
     ds = open_campaign(tmp_path / "old.nc")
     assert ds["time"].dims == ("sample",) and ds.sizes["sample"] == int(np.isfinite(cube).sum())
@@ -256,11 +256,11 @@ def test_a_dataset_in_the_older_dense_layout_is_converted_when_opened(tmp_path):
     measured = np.isfinite(cube).any(axis=-1)
     expected[measured] = np.nanmedian(cube[measured], axis=-1)
     np.testing.assert_allclose(ds["median"].values, expected, equal_nan=True)
-    np.testing.assert_array_equal(ds.commbench.samples(library="a", placement="1N2P", kernel="pingpong.send",
+    np.testing.assert_array_equal(ds.commlens.samples(library="a", placement="1N2P", kernel="pingpong.send",
                                                        size=8, launch=1).values, cube[0, 0, 0, 1, 1, :2])
-    # A file that is commbench's but holds samples in no known layout is refused, saying so.
+    # A file that is commlens's but holds samples in no known layout is refused, saying so.
     dense.rename(sample="repetition").to_netcdf(tmp_path / "odd.nc")
-    with pytest.raises(ValueError, match="odd.nc: a commbench dataset without samples in a known layout"):
+    with pytest.raises(ValueError, match="odd.nc: a commlens dataset without samples in a known layout"):
         open_campaign(tmp_path / "odd.nc")
 
 

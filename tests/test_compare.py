@@ -1,4 +1,4 @@
-"""commbench.analysis.compare on synthetic curves whose differences are known, and the compare command."""
+"""commlens.analysis.compare on synthetic curves whose differences are known, and the compare command."""
 
 import json
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from commbench import cli
-from commbench.data import synthetic as syn
-from commbench.analysis.compare import across, benjamini_hochberg, provenance_differences, verdict_counts
-from commbench.analysis.ranges import changed_ranges, describe_range
+from commlens import cli
+from commlens.data import synthetic as syn
+from commlens.analysis.compare import across, benjamini_hochberg, provenance_differences, verdict_counts
+from commlens.analysis.ranges import changed_ranges, describe_range
 
 GRID = syn.powers_of_two(1, 2**20)                                     # 21 sizes
 TRUTH = syn.GroundTruth(2e-6, 5e9, switches=(syn.Switch(16384, 4e-6, 8e9),))
@@ -45,7 +45,7 @@ def test_same_truth_twice_changes_nothing():
     """A/A: 20 campaigns of 42 cells, 5 launches a side: no cell called improved or regressed."""
     called = 0
     for seed in range(20):
-        result = campaign(seed).commbench.compare(baseline="before", candidate="after")
+        result = campaign(seed).commlens.compare(baseline="before", candidate="after")
         counts = verdict_counts(result)
         called += counts["improved"] + counts["regressed"]
         assert counts["missing"] == 0 and counts["unchanged"] + counts["inconclusive"] == 42
@@ -55,7 +55,7 @@ def test_same_truth_twice_changes_nothing():
 @pytest.mark.parametrize("factor", [1.3, 1 / 1.3, 1.1])
 def test_a_planted_change_is_found_over_its_size_range(factor):
     """Both polarities: slower and faster over 4 KiB .. 64 KiB (across the protocol switch)."""
-    result = campaign(7, change=(factor, 4096, 65536)).commbench.compare(baseline="before", candidate="after")
+    result = campaign(7, change=(factor, 4096, 65536)).commlens.compare(baseline="before", candidate="after")
     ranges = changed_ranges(result)
     expected = "regressed" if factor > 1 else "improved"
     assert len(ranges) == 2, ranges                             # one range per kernel, nothing else
@@ -75,7 +75,7 @@ def test_a_range_is_split_where_the_ratio_steps(seed):
     after = syn.with_change(syn.with_change(draw(seed * 100 + 1), 0.4, 1, 512), 0.85, 1024, 131072)
     ds = syn.campaign_dataset({("before", "1N2P", "pingpong.send"): draw(seed * 100),
                                ("after", "1N2P", "pingpong.send"): after})
-    ranges = changed_ranges(ds.commbench.compare(baseline="before", candidate="after"))
+    ranges = changed_ranges(ds.commlens.compare(baseline="before", candidate="after"))
     assert ranges[["size_from", "size_to"]].values.tolist() == [[1, 512], [1024, 131072]], ranges
     assert (ranges["verdict"] == "improved").all()
     np.testing.assert_allclose(ranges["ratio"], [0.4, 0.85], rtol=0.05)
@@ -84,11 +84,11 @@ def test_a_range_is_split_where_the_ratio_steps(seed):
 def test_one_launch_cannot_tell_a_moderate_change_from_launch_noise():
     """With one launch a side a 10% change is inconclusive (a launch shift could make it); a 3x
     change dwarfs the within-launch spread and is called."""
-    moderate = campaign(3, launches=1, change=(1.1, 4096, 65536)).commbench.compare(baseline="before",
+    moderate = campaign(3, launches=1, change=(1.1, 4096, 65536)).commlens.compare(baseline="before",
                                                                                    candidate="after")
     assert set(moderate["basis"].values.ravel()) == {"one launch"}
     assert verdict_counts(moderate)["regressed"] == 0 and verdict_counts(moderate)["unchanged"] == 0
-    huge = campaign(3, launches=1, change=(3.0, 4096, 65536)).commbench.compare(baseline="before",
+    huge = campaign(3, launches=1, change=(3.0, 4096, 65536)).commlens.compare(baseline="before",
                                                                                candidate="after")
     ranges = changed_ranges(huge)
     assert list(ranges["verdict"]) == ["regressed"] * 2 and (ranges["size_from"] == 4096).all()
@@ -97,12 +97,12 @@ def test_one_launch_cannot_tell_a_moderate_change_from_launch_noise():
 def test_two_kernels_of_one_dataset_and_cells_without_data():
     ds = campaign(4, kernels=("pingpong.send", "pingpong.ssend"))
     ds["sample_count"].loc[dict(library="after", kernel="pingpong.ssend", size=8)] = 0
-    result = ds.commbench.compare(baseline="pingpong.send", candidate="pingpong.ssend")
+    result = ds.commlens.compare(baseline="pingpong.send", candidate="pingpong.ssend")
     assert result["verdict"].dims == ("library", "placement", "size")
     assert result.attrs["compared"] == "kernel"
     assert result["verdict"].sel(library="after", placement="1N2P", size=8) == "missing"
     with pytest.raises(ValueError, match="not both rows of one dim"):
-        ds.commbench.compare(baseline="pingpong.send", candidate="mpich")
+        ds.commlens.compare(baseline="pingpong.send", candidate="mpich")
 
 
 def test_across_campaigns_maps_library_rows_and_warns_on_provenance():
@@ -125,7 +125,7 @@ def test_across_campaigns_maps_library_rows_and_warns_on_provenance():
 def test_compare_command_gates_a_regression(tmp_path, capsys):
     base, cand = campaign(8), campaign(9, change=(1.3, 1024, 8192))
     for name, ds in (("base", base), ("cand", cand)):
-        ds.attrs.update(commbench_version="test", hosts=name)
+        ds.attrs.update(commlens_version="test", hosts=name)
         ds.to_netcdf(tmp_path / f"{name}.nc")
     output = tmp_path / "changes.json"
     args = [str(tmp_path / "base.nc"), str(tmp_path / "cand.nc"), "--output", str(output)]

@@ -1,5 +1,5 @@
 """compare with the campaign's design: paired by round, moderated variances, single-value rows, and
-launches until decided (commbench.analysis.paired, .moderated, .sequential)."""
+launches until decided (commlens.analysis.paired, .moderated, .sequential)."""
 
 import json
 
@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from commbench import cli
-from commbench.analysis.compare import NO_SPREAD, across, benjamini_hochberg, verdict_counts
-from commbench.analysis.moderated import inverse_trigamma
-from commbench.analysis.paired import paired_test
-from commbench.analysis.ranges import changed_ranges
-from commbench.analysis.sequential import UNDECIDED, after_round, look_levels
-from commbench.data import synthetic as syn
-from commbench.data.imported import import_files
+from commlens import cli
+from commlens.analysis.compare import NO_SPREAD, across, benjamini_hochberg, verdict_counts
+from commlens.analysis.moderated import inverse_trigamma
+from commlens.analysis.paired import paired_test
+from commlens.analysis.ranges import changed_ranges
+from commlens.analysis.sequential import UNDECIDED, after_round, look_levels
+from commlens.data import synthetic as syn
+from commlens.data.imported import import_files
 
 from conftest import REPO
 
@@ -51,8 +51,8 @@ def test_pairing_by_round_removes_a_slow_round_that_hides_a_change_from_the_unpa
     """A 10% change over 1-16 KiB and one round 40% slower for every row: paired by round, the slow round
     cancels and the change is found; unpaired, the slow round is launch-to-launch noise that buries it."""
     ds = rounds_campaign(3, 4, 1.10, syn.Drift(slow_round=1, slow_factor=1.4))
-    paired = ds.commbench.compare(baseline="before", candidate="after")
-    unpaired = ds.commbench.compare(baseline="before", candidate="after", pair_by_round=False)
+    paired = ds.commlens.compare(baseline="before", candidate="after")
+    unpaired = ds.commlens.compare(baseline="before", candidate="after", pair_by_round=False)
     assert paired["paired"].all() and not unpaired["paired"].any()
     assert paired.attrs["method"].startswith("paired t test by round")
     assert unpaired.attrs["method"].startswith("unpaired t test")
@@ -159,11 +159,11 @@ def test_benjamini_hochberg_ignores_untested_cells():
 
 
 def test_a_recorded_bisection_is_printed_under_the_pair_whose_candidate_runs_its_release():
-    """A campaign's bisect: record (tests/data/bisect: commbench bisect of MPICH 4.3.2 -> 5.0.2 on this
+    """A campaign's bisect: record (tests/data/bisect: commlens bisect of MPICH 4.3.2 -> 5.0.2 on this
     machine, 5 launches a side) goes with the comparison whose candidate row runs mpich-5.0.2, and with
     no other: what it found, and each step's outcome and ratio, as recorded."""
-    from commbench.report.analysis_table import ReportData
-    from commbench.report.comparisons import library_row_comparisons
+    from commlens.report.analysis_table import ReportData
+    from commlens.report.comparisons import library_row_comparisons
 
     record = json.loads((DATA / "bisect" / "mpich-4.3.2-to-mpich-5.0.2.json").read_text())
     ds = rounds_campaign(8, 3, 1.3)
@@ -179,7 +179,7 @@ def test_a_recorded_bisection_is_printed_under_the_pair_whose_candidate_runs_its
         "libraries": {"before": {"mpi": "mpich-4.3.2"}, "after": {"mpi": "mpich-5.0.2"}},
         "compare": [{"baseline": "before", "candidate": "after"}], "launches": 3}))))
     [cause] = comparison.causes
-    assert cause.startswith("Which release: commbench bisect from mpich-4.3.2 to mpich-5.0.2, watching "
+    assert cause.startswith("Which release: commlens bisect from mpich-4.3.2 to mpich-5.0.2, watching "
                             "pingpong.send 1N2P 8 B, 5 launches a side per step: the change appears after "
                             "mpich-4.3.2, in one of mpich-5.0.0, mpich-5.0.1, mpich-5.0.2"), cause
     assert "Steps: mpich-5.0.2 changed, ratio 3.02 [1.62, 5.62]; mpich-5.0.0 undecided, ratio 3.41" in cause, cause

@@ -13,14 +13,14 @@ import pytest
 import xarray as xr
 from PIL import Image
 
-from commbench import cli
-from commbench.data import synthetic as syn
-from commbench.report import Comparison, ReportData, Skipped, ratio_figures, write_report
-from commbench.report.backends import build_with
-from commbench.report.notebook import KERNEL_SHUTDOWN
-from commbench.report.comparison_figures import MAX_PANELS, comparison_panels
-from commbench.report.comparison_sections import comparison_sections
-from commbench.report.static import draw
+from commlens import cli
+from commlens.data import synthetic as syn
+from commlens.report import Comparison, ReportData, Skipped, ratio_figures, write_report
+from commlens.report.backends import build_with
+from commlens.report.notebook import KERNEL_SHUTDOWN
+from commlens.report.comparison_figures import MAX_PANELS, comparison_panels
+from commlens.report.comparison_sections import comparison_sections
+from commlens.report.static import draw
 
 from conftest import REPO, campaign_error
 
@@ -52,7 +52,7 @@ def as_collected(ds: xr.Dataset, campaign: str = "synthetic", config: dict | Non
                           library_env=("library", ["{}"] * len(libraries)))
     ds["status"] = xr.where((ds["sample_count"] > 0).any("size"), "ok", "skipped")
     ds["errors"] = xr.full_like(ds["sample_count"], np.nan, dtype=float)
-    ds.attrs.update(campaign=campaign, commbench_version="test", hosts="node1",
+    ds.attrs.update(campaign=campaign, commlens_version="test", hosts="node1",
                     campaign_config=json.dumps(config or {"campaign": campaign}))
     return ds
 
@@ -163,10 +163,10 @@ def test_more_than_a_dozen_panels_make_one_figure_per_kernel_family():
 
 
 def test_report_command_compares_against_a_baseline_campaign(tmp_path, capsys, monkeypatch):
-    """`commbench report CANDIDATE --baseline BASELINE`: each library row against the baseline
+    """`commlens report CANDIDATE --baseline BASELINE`: each library row against the baseline
     campaign's, one row each here with different names; hosts that differ are warned about. It says
     how far it has come, a line per notebook cell, and keeps its duration for the campaign's estimates."""
-    monkeypatch.setenv("COMMBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("COMMLENS_CACHE", str(tmp_path / "cache"))
     base = two_libraries(seed=1, campaign="before").isel(library=[0])
     cand = two_libraries(seed=2, campaign="after").isel(library=[1])
     cand.attrs["hosts"] = "node2"

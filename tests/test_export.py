@@ -1,4 +1,4 @@
-"""`commbench export`: a dataset as a tidy table, one row per measured point and launch, with the
+"""`commlens export`: a dataset as a tidy table, one row per measured point and launch, with the
 statistics of its samples and the report's bandwidth."""
 
 import json
@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from commbench import cli
-from commbench.data import synthetic as syn
-from commbench.io.netcdf import write_dataset
-from commbench.data.export import export, pairs_table, points_table
-from commbench.report import ReportData
-from commbench.data.imported import import_files
-from commbench.interactive import append_to_campaign
+from commlens import cli
+from commlens.data import synthetic as syn
+from commlens.io.netcdf import write_dataset
+from commlens.data.export import export, pairs_table, points_table
+from commlens.report import ReportData
+from commlens.data.imported import import_files
+from commlens.interactive import append_to_campaign
 
 OSU = Path(__file__).parent / "data" / "osu-7.4"
 IMB = Path(__file__).parent / "data" / "imb" / "IMB-MPI1-mpich-5.0.2-np2.txt"
@@ -153,7 +153,7 @@ def test_imported_rows_carry_what_their_files_reported(imported_rows, tmp_path):
     np.testing.assert_array_equal(osu["mean_s"], osu["reported_avg_latency_s"])     # the sample is OSU's Avg
     assert osu["suite_metric"].str.startswith("osu_latency: ").all() and not osu["partial"].any()
     assert osu[["reported_t_min_s", "reported_t_max_s"]].isna().all().all()          # OSU prints no t_min
-    # IMB's three statistics of a collective beside commbench's one value per size (t_max).
+    # IMB's three statistics of a collective beside commlens's one value per size (t_max).
     imb = table[table["library"].str.startswith("mpich-5.0.2 (IMB-MPI1")]
     allreduce = imb[imb["kernel"] == "coll.allreduce"]
     reported = imported_rows["reported"].sel(library=imb["library"].iloc[0], placement="1N2P",
@@ -196,7 +196,7 @@ def test_json_keeps_every_number_and_blanks_as_null(imported_rows, tmp_path, cap
 @pytest.mark.mpi
 def test_exporting_a_campaign_dataset(workspace, tiny_campaign, tmp_path, capsys):
     """The tiny campaign (the quick campaign's libraries, placements and kernel at five sizes)."""
-    from commbench import open_campaign
+    from commlens import open_campaign
 
     dataset = workspace / "results" / "tiny" / "tiny.nc"
     output = tmp_path / "tiny.csv"

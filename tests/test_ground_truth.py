@@ -1,5 +1,5 @@
 """Real ground truth for the detectors: what a library setting or an emulated network is known
-to do, measured through the real launcher and found again by commbench.analysis.anomalies.
+to do, measured through the real launcher and found again by commlens.analysis.anomalies.
 
 (1) Open MPI over TCP sends messages up to btl_tcp_eager_limit eagerly and larger ones
     with a rendezvous: the protocol switch must move to the configured limit.
@@ -16,15 +16,15 @@ import random
 import numpy as np
 import pytest
 
-from commbench.launch import netem
-from commbench.analysis.ranges import changed_ranges
-from commbench.analysis.anomalies import detect
-from commbench.analysis.anomalies.noise import launch_levelled
-from commbench.launch.placement import Placement
-from commbench.launch.plan import emulation_of
-from commbench.analysis.models import fit_piecewise
-from commbench.data.samples import launches_cube
-from commbench.data.synthetic import dataset_from_cubes
+from commlens.launch import netem
+from commlens.analysis.ranges import changed_ranges
+from commlens.analysis.anomalies import detect
+from commlens.analysis.anomalies.noise import launch_levelled
+from commlens.launch.placement import Placement
+from commlens.launch.plan import emulation_of
+from commlens.analysis.models import fit_piecewise
+from commlens.data.samples import launches_cube
+from commlens.data.synthetic import dataset_from_cubes
 
 from conftest import QUICK_START, launch
 
@@ -113,14 +113,14 @@ def test_compare_finds_an_eager_limit_change_between_the_limits_only(workspace, 
     # "Nothing else" is sixteen cells without a change, each called at the rate the confidence allows: at
     # 0.95, twelve rounds drawn from 48 measured called one of them in 3 of 150 draws (0 at 0.99), while
     # the sizes between the limits were found in every draw at either.
-    knob = ds.commbench.compare(baseline="8k", candidate="32k", confidence=0.99)
+    knob = ds.commlens.compare(baseline="8k", candidate="32k", confidence=0.99)
     assert knob["paired"].all()
     ranges = changed_ranges(knob)
     print(knob[["ratio", "ratio_low", "ratio_high", "q_value", "verdict"]].to_dataframe().to_string())
     assert list(ranges["verdict"]) == ["improved"], ranges
     assert (ranges["size_from"].iloc[0], ranges["size_to"].iloc[0]) == (between[0], between[-1]), ranges
 
-    again = ds.commbench.compare(baseline="8k", candidate="8k-again", confidence=0.99)
+    again = ds.commlens.compare(baseline="8k", candidate="8k-again", confidence=0.99)
     print(again[["ratio", "ratio_low", "ratio_high", "q_value", "verdict"]].to_dataframe().to_string())
     assert changed_ranges(again).empty, changed_ranges(again)
 

@@ -8,9 +8,9 @@ that it breaks one guideline over a known size range and no other.
 
 import pytest
 
-import commbench.analysis  # noqa: F401  (registers ds.commbench)
-from commbench.analysis import guidelines
-from commbench.data import synthetic as syn
+import commlens.analysis  # noqa: F401  (registers ds.commlens)
+from commlens.analysis import guidelines
+from commlens.data import synthetic as syn
 
 from test_models import HEAVY
 
@@ -50,7 +50,7 @@ def rows(table) -> list[tuple]:
 
 
 def test_a_clean_campaign_keeps_every_guideline_and_the_table_has_its_columns():
-    table = campaign().commbench.guidelines()
+    table = campaign().commlens.guidelines()
     assert table.empty and list(table.columns) == list(guidelines.COLUMNS)
 
 
@@ -58,13 +58,13 @@ def test_a_clean_campaign_keeps_every_guideline_and_the_table_has_its_columns():
 def test_launch_to_launch_noise_alone_breaks_no_guideline(seed):
     noisy = syn.Noise(0.02, launch_relative=0.03, launch_point_relative=0.02, **HEAVY)
     for launches in (None, 3, 5):
-        assert campaign(noise=noisy, seed=seed, launches=launches).commbench.guidelines().empty, launches
+        assert campaign(noise=noisy, seed=seed, launches=launches).commlens.guidelines().empty, launches
 
 
 def test_time_that_drops_with_size_breaks_monotony_at_that_size():
     # A latency 4 us lower from 8 KiB on: 8 KiB takes 7.6 us, 4 KiB 10.8 us.
     dropping = syn.GroundTruth(10e-6, 5e9, switches=(syn.Switch(8192, -4e-6, 5e9),))
-    table = campaign(truths={"pingpong.isend": dropping}).commbench.guidelines()
+    table = campaign(truths={"pingpong.isend": dropping}).commlens.guidelines()
     assert rows(table) == [("lib-a", "pingpong.isend", "monotony", 8192, 8192),
                            ("lib-b", "pingpong.isend", "monotony", 8192, 8192)]
     row = table.iloc[0]
@@ -86,7 +86,7 @@ MOCK_UP_CASES = [
 
 @pytest.mark.parametrize("kernel, reference", MOCK_UP_CASES)
 def test_a_collective_slower_than_its_mock_up_is_found_over_its_size_range(kernel, reference):
-    table = campaign(scaled=[("lib-b", kernel, 65536, 262144, 1.85)]).commbench.guidelines()
+    table = campaign(scaled=[("lib-b", kernel, 65536, 262144, 1.85)]).commlens.guidelines()
     assert rows(table) == [("lib-b", kernel, "mock-up", 65536, 262144)]
     row = table.iloc[0]
     assert (row["measured"], row["reference"], row["sizes"]) == (f"{kernel}(n)", reference, 3)
@@ -95,12 +95,12 @@ def test_a_collective_slower_than_its_mock_up_is_found_over_its_size_range(kerne
 
 def test_mock_ups_that_scale_sizes_by_the_ranks_need_the_number_of_ranks():
     scaled = [("lib-b", name, 65536, 262144, 1.8) for name in ("coll.allgather", "coll.allreduce")]
-    table = campaign(scaled=scaled, nprocs=False).commbench.guidelines()
+    table = campaign(scaled=scaled, nprocs=False).commlens.guidelines()
     assert rows(table) == [("lib-b", "coll.allreduce", "mock-up", 65536, 262144)]
 
 
 def test_ssend_faster_than_send_is_found_over_its_size_range():
-    table = campaign(scaled=[("lib-a", "pingpong.ssend", 131072, 524288, 0.8)]).commbench.guidelines()
+    table = campaign(scaled=[("lib-a", "pingpong.ssend", 131072, 524288, 0.8)]).commlens.guidelines()
     assert rows(table) == [("lib-a", "pingpong.ssend", "ssend", 131072, 524288)]
     row = table.iloc[0]
     assert (row["measured"], row["reference"]) == ("pingpong.ssend", "pingpong.send")
@@ -110,7 +110,7 @@ def test_ssend_faster_than_send_is_found_over_its_size_range():
 def test_variants_are_held_against_the_same_variant_only():
     # pingpong.ssend@small is as fast as pingpong.send, and far faster than pingpong.send@small.
     table = campaign(truths={"pingpong.ssend@small": TRUTHS["pingpong.send"],
-                             "pingpong.send@small": syn.GroundTruth(1.5e-6, 2.5e9)}).commbench.guidelines()
+                             "pingpong.send@small": syn.GroundTruth(1.5e-6, 2.5e9)}).commlens.guidelines()
     assert rows(table) == [(library, "pingpong.ssend@small", "ssend", 1, 2**20) for library in ("lib-a", "lib-b")]
     assert set(table["reference"]) == {"pingpong.send@small"}
 

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from commbench.launch import locks
+from commlens.launch import locks
 
 from conftest import LIBRARIES
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.mpi
 
 def run_kernels(workspace, library, *args, nprocs=2):
     env_dir = workspace / "build" / "envs" / library
-    binary = workspace / "build" / "kernels" / library / "commbench-kernels"
+    binary = workspace / "build" / "kernels" / library / "commlens-kernels"
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     command = f". {env_dir}/activate.sh && mpiexec -n {nprocs} {binary} " + shlex.join(args)
     # The machine's lock, as a campaign's launch takes it: beside another worker's launch, two busy-polling
@@ -183,7 +183,7 @@ def test_cache_rotation_alignment_and_datatype_are_recorded(workspace, built, tm
 def test_a_build_describes_the_catalogue_and_has_every_kernel(workspace, built):
     """The build's own --describe is the catalogue tool's (the one description of each kernel), and the
     project's strict build against the newest libraries has every kernel."""
-    from commbench.launch.catalogue import catalogue, parse_description
+    from commlens.launch.catalogue import catalogue, parse_description
 
     listed = json.loads((workspace / "build" / "kernels" / LIBRARIES[0] / "build.json").read_text())["kernels"]
     described = parse_description("\n".join(json.dumps(k) for k in listed))

@@ -1,5 +1,5 @@
 """History of reruns: collection keeps the dataset it replaces, change points over the reruns are
-found where the truth put them (and nowhere else), and `commbench history` reports them by size range."""
+found where the truth put them (and nowhere else), and `commlens history` reports them by size range."""
 
 import json
 import os
@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from commbench import cli
-from commbench.analysis import changepoints
-from commbench.data import synthetic as syn
-from commbench.io.archive import archive_previous
-from commbench.io.netcdf import write_dataset
-from commbench.analysis.history import change_points, change_table, open_history
+from commlens import cli
+from commlens.analysis import changepoints
+from commlens.data import synthetic as syn
+from commlens.io.archive import archive_previous
+from commlens.io.netcdf import write_dataset
+from commlens.analysis.history import change_points, change_table, open_history
 
 SIZES_PER_CURVE = 20
 
@@ -138,7 +138,7 @@ def campaign(seed, created, factor=1.0, changed=(4096, 65536)):
             times[(GRID >= changed[0]) & (GRID <= changed[1])] *= factor
         curves[key] = syn.SyntheticCurve(GRID, times, TRUTH, NOISE)
     ds = syn.campaign_dataset(curves)
-    ds.attrs.update(commbench_version="test", created=created)
+    ds.attrs.update(commlens_version="test", created=created)
     return ds
 
 
@@ -172,7 +172,7 @@ def test_a_file_that_is_not_a_dataset_is_moved_aside_not_lost(tmp_path, capsys):
     write_dataset(campaign(0, "2026-11-20T10:00:00+00:00"), folder / "c.nc")
     aside = list((folder / "history").glob("*-unreadable/c.nc"))
     assert len(aside) == 1 and aside[0].read_bytes() == b"not netCDF"
-    assert "not a readable commbench dataset" in capsys.readouterr().err
+    assert "not a readable commlens dataset" in capsys.readouterr().err
     assert open_history(folder).sizes["rerun"] == 1     # not read as a rerun
 
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from commbench import cli
-from commbench.campaign import CampaignError, load_campaign, read_overrides
-from commbench.campaign.bounds import MAX_LAUNCHES, MAX_VALUES
-from commbench.data.imported import import_files
-from commbench.data.opening import DatasetError, check_dataset, open_campaign
-from commbench.io.netcdf import write_dataset
-from commbench.launch.preflight import (RANKS_PER_CPU, check_specs, partition_problems, placement_problems,
+from commlens import cli
+from commlens.campaign import CampaignError, load_campaign, read_overrides
+from commlens.campaign.bounds import MAX_LAUNCHES, MAX_VALUES
+from commlens.data.imported import import_files
+from commlens.data.opening import DatasetError, check_dataset, open_campaign
+from commlens.io.netcdf import write_dataset
+from commlens.launch.preflight import (RANKS_PER_CPU, check_specs, partition_problems, placement_problems,
                                         resource_problems)
 
 from conftest import REPO, snakemake, workflow_command, write_campaign as write
@@ -61,12 +61,12 @@ BOMBS = {   # where the bomb sits -> (the campaign file, the key its refusal nam
 
 
 def validate_limited(path: Path) -> subprocess.CompletedProcess:
-    """`commbench validate` in 2 GiB of address space: a bomb that is expanded fails there with a
+    """`commlens validate` in 2 GiB of address space: a bomb that is expanded fails there with a
     MemoryError (a traceback, exit 1) instead of taking the machine's memory."""
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
-    return subprocess.run([sys.executable, "-m", "commbench.cli", "validate", str(path)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "commlens.cli", "validate", str(path)], capture_output=True,
                           text=True, preexec_fn=limit, timeout=300)
 
 
@@ -131,8 +131,8 @@ def test_files_too_large_or_too_deep_and_aliases_inside_themselves(tmp_path):
 
 
 def test_the_workflow_refuses_a_bomb_in_its_campaign_file(tmp_path):
-    """Snakemake reads the file (an alias list stays one shared object there); commbench's bound refuses it
-    before anything expands it, as `commbench validate` does."""
+    """Snakemake reads the file (an alias list stays one shared object there); commlens's bound refuses it
+    before anything expands it, as `commlens validate` does."""
     (tmp_path / "config").mkdir()
     bomb = write(tmp_path / "config", BOMBS["description"][0], "bomb.yaml")
     run = snakemake(tmp_path, "--configfile", str(bomb), "--dry-run", check=False)
@@ -184,7 +184,7 @@ def test_validate_and_the_workflow_refuse_placements_this_host_cannot_run(tmp_pa
     campaign_file = write(tmp_path / "config", BASE.replace("{name: 1N2P, nodes: 1, ppn: 2}", placements), "c.yaml")
     expected = ["placements[0] 1N512P: 1 x 512 = 512 ranks on this host's", "placements[1] 512N1P: 512 x 1 = 512 ranks",
                 "placements[1] 512N1P: nodes 512; at most 250 virtual nodes can be made"]
-    cli_run = subprocess.run([sys.executable, "-m", "commbench.cli", "validate", str(campaign_file)],
+    cli_run = subprocess.run([sys.executable, "-m", "commlens.cli", "validate", str(campaign_file)],
                              capture_output=True, text=True)
     assert cli_run.returncode == 2 and all(line in cli_run.stderr for line in expected), cli_run.stderr
     run = snakemake(tmp_path, "--configfile", str(campaign_file), "--dry-run", check=False)
@@ -252,7 +252,7 @@ def test_validate_and_the_workflow_name_the_spec_typo(tmp_path):
     (tmp_path / "config").mkdir()
     campaign_file = write(tmp_path / "config", TYPO, "typo.yaml")
     expected = "libraries.mpich.mpi: no spec envs/mpi/mpich-5.02.yaml; did you mean mpich-5.0.2?"
-    cli_run = subprocess.run([sys.executable, "-m", "commbench.cli", "validate", str(campaign_file)],
+    cli_run = subprocess.run([sys.executable, "-m", "commlens.cli", "validate", str(campaign_file)],
                              capture_output=True, text=True, cwd=tmp_path)
     assert cli_run.returncode == 2 and expected in cli_run.stderr, cli_run.stderr
     run = snakemake(tmp_path, "--configfile", str(campaign_file), "--dry-run", check=False)
@@ -317,10 +317,19 @@ def bad_files(good: Path, folder: Path) -> dict[str, tuple[Path, str]]:
     for name, (content, problem) in files.items():
         path = folder / f"{name.replace(' ', '-')}.nc"
         path.write_bytes(content)
-        paths[name] = (path, f"{path}: not a commbench dataset ({problem})")
+        paths[name] = (path, f"{path}: not a commlens dataset ({problem})")
     other = folder / "other.nc"
     xr.Dataset({"x": ("i", [1.0, 2.0])}).to_netcdf(other)
-    paths["netCDF of something else"] = (other, f"{other}: not a commbench dataset (no commbench_version attribute)")
+    paths["netCDF of something else"] = (other, f"{other}: not a commlens dataset (no commlens_version attribute)")
+    # A dataset written before the rename: whole and readable, but its writer's version under the former name.
+    former = folder / "former-name.nc"
+    with xr.open_dataset(good) as ds:
+        renamed = ds.load()
+    renamed.attrs["commbench_version"] = renamed.attrs.pop("commlens_version")
+    renamed.to_netcdf(former)
+    paths["written under the former name"] = (
+        former, f"{former}: written before the project took the name commlens (its commbench_version attribute); "
+                f"recollect it from its raw files with this version")
     return paths
 
 
@@ -346,5 +355,5 @@ def test_verbs_on_a_bad_dataset_print_one_line_and_write_nothing(good_dataset, t
                 "compare": [str(good_dataset), str(path)], "report": [str(path), "--output-dir", str(out)]}[verb]
         assert cli.main([verb, *argv]) == 2, name
         err = capsys.readouterr().err
-        assert err.strip().splitlines() == [f"commbench {verb}: {message}"], err
+        assert err.strip().splitlines() == [f"commlens {verb}: {message}"], err
         assert not out.exists(), sorted(out.rglob("*"))

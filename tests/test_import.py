@@ -11,16 +11,16 @@ import holoviews as hv
 import numpy as np
 import pytest
 
-from commbench import cli, open_campaign
-from commbench.analysis.compare import across
-from commbench.data import synthetic as syn
-from commbench.data.imported import ImportRefused, import_files, write
-from commbench.interactive import append_to_campaign
-from commbench.io.importers import ImportFileError, read_osu
-from commbench.io.netcdf import write_dataset
-from commbench.report import ReportData
-from commbench.report.backends import build_with
-from commbench.report.figures import library_comparison
+from commlens import cli, open_campaign
+from commlens.analysis.compare import across
+from commlens.data import synthetic as syn
+from commlens.data.imported import ImportRefused, import_files, write
+from commlens.interactive import append_to_campaign
+from commlens.io.importers import ImportFileError, read_osu
+from commlens.io.netcdf import write_dataset
+from commlens.report import ReportData
+from commlens.report.backends import build_with
+from commlens.report.figures import library_comparison
 
 DATA = Path(__file__).parent / "data"
 OSU2 = sorted((DATA / "osu" / "openmpi-5.0.11-1N2P").glob("*.txt"))
@@ -93,7 +93,7 @@ def assert_osu_file_in(ds, path: Path, nprocs: int) -> None:
     assert kernel.split("@")[0] == OSU_KERNELS[benchmark(path)]
     rows = osu_rows(path)
     sizes = rows[:, 0].astype(int)
-    if benchmark(path) == "osu_reduce_scatter":        # OSU's size is the whole vector, commbench's per rank
+    if benchmark(path) == "osu_reduce_scatter":        # OSU's size is the whole vector, commlens's per rank
         keep = sizes % nprocs == 0
         rows, sizes = rows[keep], sizes[keep] // nprocs
     reported = point(ds, "reported", kernel, launch).sel(size=sizes)
@@ -109,7 +109,7 @@ def assert_osu_file_in(ds, path: Path, nprocs: int) -> None:
     if columns_of(path)[0] == "avg_latency_s":
         np.testing.assert_allclose(point(ds, "mean", kernel, launch).sel(at), rows[:, 1] * US, rtol=1e-15)
     else:
-        summary = ds.commbench.summary(ci=False).sel(kernel=kernel).isel(library=0, placement=0)
+        summary = ds.commlens.summary(ci=False).sel(kernel=kernel).isel(library=0, placement=0)
         np.testing.assert_allclose(summary["bandwidth"].sel(at), rows[:, 1] * MB, rtol=1e-12)
     if path.stem.endswith("-z") and benchmark(path) != "osu_bw":
         np.testing.assert_allclose(point(ds, "median", kernel, launch).sel(at), rows[:, 2] * US, rtol=1e-15)
@@ -165,7 +165,7 @@ def test_plain_and_z_runs_are_never_launches_of_one_row():
     paths = [path for path in OSU2 if benchmark(path) == "osu_latency"]
     ds = import_files(paths, "osu", "openmpi-5.0.11", "1N2P")
     assert ds["kernel"].values.tolist() == ["pingpong.send", "pingpong.send@z"]
-    summary = ds.commbench.summary(ci=False).isel(library=0, placement=0)
+    summary = ds.commlens.summary(ci=False).isel(library=0, placement=0)
     plain, z = (osu_rows(path) for path in sorted(paths, key=lambda p: "-z" in p.name))
     np.testing.assert_allclose(summary["mean"].sel(kernel="pingpong.send"), plain[:, 1] * US)   # OSU's Avg
     np.testing.assert_allclose(summary["median"].sel(kernel="pingpong.send@z"), z[:, 2] * US)   # OSU's P50
@@ -177,7 +177,7 @@ def test_files_of_one_kind_are_launches_of_one_row():
     ds = import_files(paths, "osu", "openmpi-5.0.11", "1N2P")
     assert ds["kernel"].values.tolist() == ["pingpong.send"] and ds.sizes["launch"] == 2
     expected = np.median([osu_rows(p)[:, 1] for p in paths], axis=0) * US
-    np.testing.assert_allclose(ds.commbench.summary(ci=False)["median"].values.ravel(), expected)
+    np.testing.assert_allclose(ds.commlens.summary(ci=False)["median"].values.ravel(), expected)
 
 
 @pytest.mark.parametrize("path, placement, message", [
@@ -244,7 +244,7 @@ def test_a_batch_tries_every_file_lists_every_refusal_and_writes_only_when_told(
 
 def test_an_unknown_or_device_benchmark_is_refused_with_the_known_ones(tmp_path):
     text = OSU2[0].with_name("osu_bcast.txt").read_text()
-    for title, expected in [("OSU MPI Non-blocking Broadcast Latency Test", "is not a benchmark a commbench kernel "
+    for title, expected in [("OSU MPI Non-blocking Broadcast Latency Test", "is not a benchmark a commlens kernel "
                                                                             "measures alike; imported: osu_latency"),
                             ("OSU MPI-CUDA Broadcast Latency Test", "an OSU CUDA run (device buffers)")]:
         path = tmp_path / "osu.txt"
@@ -464,7 +464,7 @@ def test_an_imported_row_is_summarised_and_drawn_beside_other_rows():
     both = append_to_campaign(import_files([latency], "osu", "mpich-5.0.2", "1N2P"),
                               import_files([z], "osu", "openmpi-5.0.11", "1N2P", kernel="pingpong.send"),
                               library="openmpi-5.0.11")
-    summary = both.commbench.summary(ci=False).sel(placement="1N2P", kernel="pingpong.send")
+    summary = both.commlens.summary(ci=False).sel(placement="1N2P", kernel="pingpong.send")
     np.testing.assert_allclose(summary["median"].sel(library="mpich-5.0.2"), osu_rows(latency)[:, 1] * US)
     np.testing.assert_allclose(summary["p90"].sel(library="openmpi-5.0.11"), osu_rows(z)[:, 3] * US)
     figure = library_comparison(ReportData(both, n_boot=20))[0]
@@ -483,7 +483,7 @@ def test_an_imported_osu_latency_row_beside_a_campaigns_rows(workspace, tiny_cam
                      "--output", str(imported)]) == 0
     tiny, osu = open_campaign(campaign), open_campaign(imported)
     both = append_to_campaign(tiny, osu, library="mpich-5.0.2 (OSU)")
-    summary = both.commbench.summary(ci=False).sel(placement="1N2P", kernel="pingpong.send")
+    summary = both.commlens.summary(ci=False).sel(placement="1N2P", kernel="pingpong.send")
     osu_times = dict(zip(osu_rows(path)[:, 0].astype(int), osu_rows(path)[:, 1] * US))
     for size in tiny["size"].values:
         assert float(summary["median"].sel(library="mpich-5.0.2 (OSU)", size=size)) == pytest.approx(osu_times[size])

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commbench.interactive import append_to_campaign, run, start_engines
-from commbench.launch.families.mpich import Hydra
-from commbench.launch.supervision import leftover_files
-from commbench.launch.placement import Placement
+from commlens.interactive import append_to_campaign, run, start_engines
+from commlens.launch.families.mpich import Hydra
+from commlens.launch.supervision import leftover_files
+from commlens.launch.placement import Placement
 
 from conftest import LIBRARIES, launch
 
@@ -45,8 +45,8 @@ def _gone(pids, within_s=10.0) -> bool:
 # MPICH's alone: what its Hydra leaves in /tmp is looked for host-wide, where a neighbour's launch would be.
 @pytest.mark.parametrize("library", [pytest.param(LIBRARIES[0], marks=pytest.mark.alone), LIBRARIES[1]])
 def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_path, library):
-    from commbench.campaign import Campaign, validate_campaign
-    from commbench.data.collect import build_dataset
+    from commlens.campaign import Campaign, validate_campaign
+    from commlens.data.collect import build_dataset
 
     topology_files = leftover_files(Hydra.leftovers)    # what Hydra's proxies leave in /tmp when killed
     with start_engines(library, "1N2P", workspace, activate=False) as engines:
@@ -57,10 +57,10 @@ def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_pat
         pids = engines.pids
         # The MPI runtime's session files go to a directory of the engines' own (not the host's /tmp,
         # where a killed daemon's files failed a later one given its pid), removed when they stop.
-        engines.view.execute("import os as _os\n_commbench_tmp = _os.environ.get('TMPDIR')")
+        engines.view.execute("import os as _os\n_commlens_tmp = _os.environ.get('TMPDIR')")
         session = engines.session_directory
-        assert session and Path(session).name.startswith("commbench-tmp-")
-        assert engines.view.pull("_commbench_tmp") == [session, session]
+        assert session and Path(session).name.startswith("commlens-tmp-")
+        assert engines.view.pull("_commlens_tmp") == [session, session]
     assert _gone(pids), "engine processes outlived stop()"
     assert not Path(session).exists()
     if library.startswith("mpich"):
@@ -91,10 +91,10 @@ def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_pat
     for size in (8, 4096):   # the interactive row's samples, each in its place in the combined ragged array
         where = dict(placement="1N2P", kernel="pingpong.send", launch=0, size=size)
         np.testing.assert_array_equal(
-            combined.commbench.samples(library=f"{library} (interactive)", **where).values,
-            ds.commbench.samples(library=library, **where).values)
-        np.testing.assert_array_equal(combined.commbench.samples(library=library, **where).values,
-                                      reference.commbench.samples(library=library, **where).values)
+            combined.commlens.samples(library=f"{library} (interactive)", **where).values,
+            ds.commlens.samples(library=library, **where).values)
+        np.testing.assert_array_equal(combined.commlens.samples(library=library, **where).values,
+                                      reference.commlens.samples(library=library, **where).values)
 
 
 @pytest.mark.alone
@@ -130,11 +130,11 @@ def test_failed_kernel_is_a_failed_launch_and_engines_survive(workspace, built):
     assert _gone(pids)
 
 
-# Another process (a campaign's launch, as commbench.launch.run takes it) holding the machine for 3 s.
+# Another process (a campaign's launch, as commlens.launch.run takes it) holding the machine for 3 s.
 HOLD_S = 3.0
 HOLDER = f"""
 import time
-from commbench.launch import locks
+from commlens.launch import locks
 with locks.held(locks.machine_lock_path(), "a campaign's launch (test)"):
     print("held", flush=True)
     time.sleep({HOLD_S})
@@ -144,7 +144,7 @@ with locks.held(locks.machine_lock_path(), "a campaign's launch (test)"):
 def test_a_launch_on_engines_waits_while_another_holds_the_machine(workspace, built):
     """A notebook and a campaign on one host never measure at once: run() waits for the machine's lock
     and its launch record says how long."""
-    from commbench.io.raw import read_launch_record
+    from commlens.io.raw import read_launch_record
 
     with start_engines(LIBRARIES[0], "1N2P", workspace, activate=False) as engines:
         holder = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True)
@@ -183,7 +183,7 @@ def test_engines_through_slurm(request, workspace, built):
 
 def test_the_workspace_is_found_from_notebooks_as_datasets_are(tmp_path, monkeypatch):
     """JupyterLab starts a notebook's kernel in notebooks/: workspace "." is then the checkout above."""
-    from commbench.interactive.engines import find_workspace
+    from commlens.interactive.engines import find_workspace
 
     checkout = tmp_path / "checkout"
     (checkout / "workflow").mkdir(parents=True)
@@ -193,7 +193,7 @@ def test_the_workspace_is_found_from_notebooks_as_datasets_are(tmp_path, monkeyp
     record.write_text("{}")
     (checkout / "notebooks").mkdir()
     monkeypatch.chdir(checkout / "notebooks")
-    monkeypatch.delenv("COMMBENCH_RESULTS", raising=False)
+    monkeypatch.delenv("COMMLENS_RESULTS", raising=False)
     assert find_workspace(".", "mpich-5.0.2") == checkout.resolve()
     assert find_workspace(str(checkout), "mpich-5.0.2") == checkout.resolve()
     with pytest.raises(FileNotFoundError, match=r"^build/envs/no-such-mpi/library.json: no environment of "

@@ -8,13 +8,13 @@ import subprocess
 import numpy as np
 import pytest
 
-from commbench.interactive.engines import ENGINE_SOURCE
-from commbench.io.raw import read_complete_output
-from commbench.launch.catalogue import catalogue
-from commbench.launch.families import family_named
-from commbench.launch.libraries import engine_python
-from commbench.launch.placement import Placement
-from commbench.launch import netem
+from commlens.interactive.engines import ENGINE_SOURCE
+from commlens.io.raw import read_complete_output
+from commlens.launch.catalogue import catalogue
+from commlens.launch.families import family_named
+from commlens.launch.libraries import engine_python
+from commlens.launch.placement import Placement
+from commlens.launch import netem
 
 from conftest import LIBRARIES, QUICK_START, launch
 
@@ -206,10 +206,10 @@ def test_acknowledged_fan_out_latency_is_at_least_the_repeated_call_time(workspa
 BOUNDS_IN_ONE_JOB = ENGINE_SOURCE + """
 import sys
 library, rounds, folder, options = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-_commbench_load(library)
+_commlens_load(library)
 for round_ in range(rounds):
     for method in ("lower", "upper"):
-        if _commbench_run(["commbench-kernels", "coll.allreduce", "--method", method, *options,
+        if _commlens_run(["commlens-kernels", "coll.allreduce", "--method", method, *options,
                            "-o", f"{folder}/{method}{round_}.jsonl"]):
             sys.exit(f"coll.allreduce --method {method} failed")
 """
@@ -223,7 +223,7 @@ def test_collective_bounds_bracket_the_operation(workspace, built, tmp_path):
     so a busy spell hits both; the median ratio decides."""
     library, rounds = LIBRARIES[0], 3
     installation = json.loads((workspace / "build" / "envs" / library / "library.json").read_text())
-    shared = workspace / "build" / "kernels" / library / "libcommbench-kernels.so"
+    shared = workspace / "build" / "kernels" / library / "libcommlens-kernels.so"
     family = family_named(installation["family"])
     env = {**os.environ, **QUICK_START[library], "TMPDIR": str(tmp_path),   # the runtime's session files
            "PYTHONPATH": "",                                                 # the library venv's mpi4py, not ours
@@ -275,10 +275,10 @@ def test_overlap_calibrates_its_computation_to_the_exchange_and_the_report_draws
     size (alternated, median ratio). MPICH without a progress thread moves data only inside its calls, so
     the computation hides little of the exchange. The report's figure states 1 - (time - computation) /
     computation from the dataset."""
-    from commbench.campaign import Campaign, validate_campaign
-    from commbench.data.collect import build_dataset
-    from commbench.report import ReportData, all_figures
-    from commbench.report.overlap_figure import overlap_rows
+    from commlens.campaign import Campaign, validate_campaign
+    from commlens.data.collect import build_dataset
+    from commlens.report import ReportData, all_figures
+    from commlens.report.overlap_figure import overlap_rows
 
     size, common = 65536, ["--sizes", "65536", "--min-samples", "5", "--max-samples", "50", "--max-point-time", "0.3"]
     ratios = []
@@ -311,11 +311,11 @@ def test_availability_compares_the_computation_with_itself_before_mpi_started(wo
     computation before MPI / its time with the exchange in flight, and Methods states the standing cost."""
     import json
 
-    from commbench.campaign import Campaign, validate_campaign
-    from commbench.data.collect import build_dataset
-    from commbench.report import ReportData, all_figures
-    from commbench.report.methods import methods
-    from commbench.report.overlap_figure import availability_rows
+    from commlens.campaign import Campaign, validate_campaign
+    from commlens.data.collect import build_dataset
+    from commlens.report import ReportData, all_figures
+    from commlens.report.methods import methods
+    from commlens.report.overlap_figure import availability_rows
 
     size, args = 65536, ["availability.isend", "--sizes", "65536", "--min-samples", "5", "--max-samples", "50",
                          "--max-point-time", "0.3"]

@@ -1,9 +1,9 @@
 import pytest
 
-from commbench.launch.placement import Placement, allocated_hosts, slurm_allocation
-from commbench.launch.plan import Unsupported, plan_launch
-from commbench.launch.families import detect_family, detect_launcher, detect_version, parse_controls, version_tuple
-from commbench.launch.libraries import LibrarySpecError, activation_script, load_spec
+from commlens.launch.placement import Placement, allocated_hosts, slurm_allocation
+from commlens.launch.plan import Unsupported, plan_launch
+from commlens.launch.families import detect_family, detect_launcher, detect_version, parse_controls, version_tuple
+from commlens.launch.libraries import LibrarySpecError, activation_script, load_spec
 
 from conftest import REPO
 

@@ -2,14 +2,14 @@
 
 import pytest
 
-from commbench.data import synthetic as syn
-from commbench import open_campaign
+from commlens.data import synthetic as syn
+from commlens import open_campaign
 
 
 def _write(path):
     ds = syn.campaign_dataset({("lib", "1N2P", "pingpong.send"): syn.generate(
         [8, 64], syn.GroundTruth(1e-6, 1e9), n_samples=5, n_launches=1)})
-    ds.attrs.update(commbench_version="test", campaign="loc")
+    ds.attrs.update(commlens_version="test", campaign="loc")
     path.parent.mkdir(parents=True)
     ds.to_netcdf(path)
 
@@ -27,7 +27,7 @@ def test_a_notebook_folder_finds_the_checkouts_results(tmp_path, monkeypatch):
 def test_results_kept_elsewhere_are_found_through_the_environment(tmp_path, monkeypatch):
     _write(tmp_path / "elsewhere" / "loc" / "loc.nc")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("COMMBENCH_RESULTS", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("COMMLENS_RESULTS", str(tmp_path / "elsewhere"))
     assert open_campaign("results/loc/loc.nc").attrs["campaign"] == "loc"
     with pytest.raises(FileNotFoundError, match="tried results/none/none.nc, .*elsewhere/none/none.nc"):
         open_campaign("results/none/none.nc")

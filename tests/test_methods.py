@@ -1,6 +1,6 @@
 """The report's Methods section states what the dataset recorded, and only that: how each placement's
 nodes were made (one node, virtual nodes, one host's loopback, real hosts), the transport, the links,
-the environment commbench's launcher set and the binding, for datasets of every emulation kind and
+the environment commlens's launcher set and the binding, for datasets of every emulation kind and
 both families collected from launch records as a campaign writes them; a real campaign's timer,
 launches, stopping target and libraries; a dataset that lacks a record says "not recorded"."""
 
@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from commbench.data import synthetic as syn
-from commbench.campaign import Campaign, validate_campaign
-from commbench.data.collect import build_dataset, read_all
-from commbench.data.imported import import_files
-from commbench.interactive import append_to_campaign
-from commbench.io.netcdf import write_dataset
-from commbench import open_campaign
-from commbench.launch.families import FAMILIES
-from commbench.launch import wire
-from commbench.launch.placement import Placement
-from commbench.report.methods import NOT_RECORDED, methods, methods_html, methods_markdown
+from commlens.data import synthetic as syn
+from commlens.campaign import Campaign, validate_campaign
+from commlens.data.collect import build_dataset, read_all
+from commlens.data.imported import import_files
+from commlens.interactive import append_to_campaign
+from commlens.io.netcdf import write_dataset
+from commlens import open_campaign
+from commlens.launch.families import FAMILIES
+from commlens.launch import wire
+from commlens.launch.placement import Placement
+from commlens.report.methods import NOT_RECORDED, methods, methods_html, methods_markdown
 
 from conftest import launch
 
@@ -86,7 +86,7 @@ def test_the_section_follows_the_recorded_configuration():
 
 # ----------------------------------------------------------------------------- every emulation kind
 
-# Placements of every kind, and what a launch of each records (commbench.launch.run): transport,
+# Placements of every kind, and what a launch of each records (commlens.launch.run): transport,
 # emulated, emulation, the hosts its ranks ran on, and for each family the environment the launcher set.
 ON_NODE = "on one node; transport: shared memory"
 KINDS = {
@@ -121,14 +121,14 @@ ROWS = {"mpich": ("mpich-5.0.2", {"family": "mpich", "device": "ch4:ofi"}),
 
 
 def launch_env(family: str, emulation: str) -> dict:
-    """What commbench's launcher sets for a launch (commbench.launch.plan): the family's variables
+    """What commlens's launcher sets for a launch (commlens.launch.plan): the family's variables
     that force its network path where the nodes share loopback, and Open MPI's permission to run as root."""
     env = FAMILIES[family].emulated_network_env(ROWS[family][1], None) if emulation == "loopback" else {}
     return {**env, **FAMILIES[family].launch_env(as_root=True)}
 
 
 def recorded_dataset(tmp_path: Path, kinds=KINDS, real_hosts: bool = False, failed: tuple = ()):
-    """A dataset collected (commbench.data.collect) from raw launch files written as launches write
+    """A dataset collected (commlens.data.collect) from raw launch files written as launches write
     them, one launch per library row and placement: both families, every emulation kind."""
     config = validate_campaign({
         "campaign": "kinds", "launches": 1, "kernels": {"pingpong.send": {"sizes": {"list": [8, 1024]}}},
@@ -172,7 +172,7 @@ def placement_items(ds) -> dict[str, str]:
 
 
 def test_links_that_ran_without_their_real_time_priority_are_said_so_with_how_many_launches(tmp_path):
-    """A link process the host kept at the ranks' priority (commbench.launch.vnodes.lifecycle) can hold
+    """A link process the host kept at the ranks' priority (commlens.launch.vnodes.lifecycle) can hold
     frames back for a rank's time slice: Methods says in how many launches, and the first one's reason."""
     refused = "normal: the kernel refused a real-time priority (Operation not permitted)"
     launch = wire.launch_priority({"vnode0": refused, "vnode1": wire.REALTIME})
@@ -299,7 +299,7 @@ def test_a_real_campaign_states_what_it_recorded(tiny):
         assert f"{ds.attrs[key]}" in text, key
     assert "a t test on the logarithms of the launch values" in text and "This dataset holds 2 launches per cell" in text
 
-    # A row imported from another suite's output was not sampled by commbench's rule: its counts leave it out.
+    # A row imported from another suite's output was not sampled by commlens's rule: its counts leave it out.
     osu = import_files([Path(__file__).parent / "data" / "osu-7.4" / "osu_latency-mpich-5.0.2-1N2P.txt"], "osu",
                        "mpich-5.0.2", "1N2P")
     mixed = methods_markdown(append_to_campaign(ds, osu, library="mpich-5.0.2 (OSU)"))

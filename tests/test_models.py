@@ -8,8 +8,8 @@ every curve has a fixed seed, so a failure reproduces.
 import numpy as np
 import pytest
 
-from commbench.analysis import models
-from commbench.data import synthetic as syn
+from commlens.analysis import models
+from commlens.data import synthetic as syn
 
 GRIDS = {
     "powers": syn.powers_of_two(1, 4 * 2**20),
@@ -278,7 +278,7 @@ def test_regimes_stack_over_a_campaign():
         ("lib", "1N2P", "one-regime"): syn.generate(grid, syn.GroundTruth(2e-6, 5e9), noise, 30, 3, seed=1),
         ("lib", "1N2P", "two-regimes"): syn.generate(grid, syn.GroundTruth(2e-6, 5e9, switches=MULTI_REGIME[0]),
                                                      noise, 30, 3, seed=2)})
-    fit = ds.commbench.fit("regimes", n_boot=100).sel(library="lib", placement="1N2P")
+    fit = ds.commlens.fit("regimes", n_boot=100).sel(library="lib", placement="1N2P")
     assert fit["hockney_fits"].values.tolist() == [1.0, 0.0]
     assert fit["n_regimes"].values.tolist() == [1, 2]
     assert fit["switch_bytes"].sel(kernel="two-regimes").values.tolist() == [16384.0]

@@ -8,9 +8,9 @@ them unsupported.)"""
 import numpy as np
 import pytest
 
-from commbench.campaign import CampaignError, load_campaign
-from commbench.launch.placement import Placement
-from commbench.launch.preflight import check_campaign
+from commlens.campaign import CampaignError, load_campaign
+from commlens.launch.placement import Placement
+from commlens.launch.preflight import check_campaign
 
 from conftest import LIBRARIES, QUICK_START, launch, write_campaign
 

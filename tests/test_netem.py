@@ -6,9 +6,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from commbench.launch import netem
-from commbench.launch import vnodes
-from commbench.launch.placement import Placement
+from commlens.launch import netem
+from commlens.launch import vnodes
+from commlens.launch.placement import Placement
 
 from conftest import LIBRARIES, launch
 

@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from commbench.analysis.network import find_groups, find_slow_nodes_and_links
-from commbench.data import synthetic as syn
+from commlens.analysis.network import find_groups, find_slow_nodes_and_links
+from commlens.data import synthetic as syn
 
 NAMES = [f"vnode{k}" for k in range(16)]
 

@@ -8,8 +8,8 @@ measurement by 5%. What is named must be exactly what was planted.
 import numpy as np
 import pytest
 
-from commbench.analysis.network import find_slow_nodes_and_links
-from commbench.data import synthetic as syn
+from commlens.analysis.network import find_slow_nodes_and_links
+from commlens.data import synthetic as syn
 
 NAMES = [f"vnode{k}" for k in range(16)]
 

@@ -1,4 +1,4 @@
-"""commbench as a package on its own: the wheel `pip install .` builds from a clean clone, installed
+"""commlens as a package on its own: the wheel `pip install .` builds from a clean clone, installed
 into a fresh virtual environment outside the checkout, runs the commands a user types from a folder
 that is no checkout, on a dataset collected by the real workflow.
 
@@ -26,11 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from commbench import __version__
-from commbench import open_campaign
+from commlens import __version__
+from commlens import open_campaign
 from conftest import REPO
 
-PACKAGE = REPO / "src" / "commbench"
+PACKAGE = REPO / "src" / "commlens"
 
 
 def _canonical(name: str) -> str:
@@ -60,7 +60,7 @@ def wheel(tmp_path_factory) -> Path:
             shutil.copy2(REPO / name, source / name)
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", dist, source], cwd=root,
          env=os.environ.copy())
-    (built,) = dist.glob("commbench-*.whl")
+    (built,) = dist.glob("commlens-*.whl")
     return built
 
 
@@ -75,12 +75,12 @@ def installed(wheel, tmp_path_factory) -> dict:
     purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
     # The analysis environment's site-packages, appended to the fresh one's path; the editable
-    # install of commbench there is a path file inside it, which Python does not read from here.
+    # install of commlens there is a path file inside it, which Python does not read from here.
     Path(purelib, "analysis-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {key: value for key, value in os.environ.items() if key not in ("VIRTUAL_ENV", "PYTHONPATH",
-                                                                         "COMMBENCH_RESULTS")}
+                                                                         "COMMLENS_RESULTS")}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
-    _run([python, "-m", "pip", "install", "--no-index", "--quiet", f"commbench[report] @ {wheel.as_uri()}"],
+    _run([python, "-m", "pip", "install", "--no-index", "--quiet", f"commlens[report] @ {wheel.as_uri()}"],
          cwd=venv.parent, env=env)
     return {"env": env, "python": python, "venv": venv}
 
@@ -98,13 +98,13 @@ def elsewhere(workspace, tiny_campaign, tmp_path_factory) -> Path:
 
 def test_the_wheel_carries_every_module_and_the_files_the_package_reads(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    modules = {f"commbench/{path.relative_to(PACKAGE).as_posix()}" for path in PACKAGE.rglob("*.py")}
+    modules = {f"commlens/{path.relative_to(PACKAGE).as_posix()}" for path in PACKAGE.rglob("*.py")}
     assert modules - names == set()
-    shared = {f"commbench/share/{path.relative_to(REPO).as_posix()}" for pattern in (
+    shared = {f"commlens/share/{path.relative_to(REPO).as_posix()}" for pattern in (
         "notebooks/*.ipynb", "kernels/**/*.c", "kernels/**/*.h", "kernels/Makefile",
         "workflow/schemas/*.yaml", "envs/analysis.txt", "envs/mpi/*.yaml") for path in REPO.glob(pattern)}
     assert shared and shared - names == set()
-    assert {"commbench/py.typed", f"commbench-{__version__}.dist-info/licenses/LICENSE"} <= names
+    assert {"commlens/py.typed", f"commlens-{__version__}.dist-info/licenses/LICENSE"} <= names
 
 
 def _imported_modules(source: str) -> set[str]:
@@ -118,7 +118,7 @@ def _imported_modules(source: str) -> set[str]:
 
 
 def test_declared_dependencies_cover_every_import_of_the_code_and_notebooks(wheel):
-    """Every third-party module that src/commbench and the notebooks import comes from a
+    """Every third-party module that src/commlens and the notebooks import comes from a
     distribution the wheel requires (in its core or an extra)."""
     modules = set()
     for path in PACKAGE.rglob("*.py"):
@@ -128,26 +128,26 @@ def test_declared_dependencies_cover_every_import_of_the_code_and_notebooks(whee
             if cell["cell_type"] == "code":     # IPython magics (%%px, !cmd) are not Python
                 lines = "".join(cell["source"]).splitlines()
                 modules |= _imported_modules("\n".join(line for line in lines if not line.lstrip().startswith(("%", "!"))))
-    third_party = modules - set(sys.stdlib_module_names) - {"commbench"}
+    third_party = modules - set(sys.stdlib_module_names) - {"commlens"}
     distributions = importlib.metadata.packages_distributions()
     unknown = sorted(module for module in third_party if module not in distributions)
     assert not unknown, f"imported but installed by no distribution here: {unknown}"
     needed = {_canonical(dist) for module in third_party for dist in distributions[module]}
-    metadata = zipfile.ZipFile(wheel).read(f"commbench-{__version__}.dist-info/METADATA").decode()
+    metadata = zipfile.ZipFile(wheel).read(f"commlens-{__version__}.dist-info/METADATA").decode()
     declared = {_canonical(re.match(r"[A-Za-z0-9._-]+", line.split(":", 1)[1].strip()).group())
                 for line in metadata.splitlines() if line.startswith("Requires-Dist:")}
     assert needed - declared == set(), "imported but not declared in pyproject.toml"
 
 
 def test_the_installed_package_uses_its_own_files_not_the_checkout(installed):
-    probe = ("import json, commbench, commbench.locations as loc, commbench.launch.provenance as prov;"
-             "print(json.dumps({'file': commbench.__file__, 'checkout': str(loc.CHECKOUT), 'root': str(loc.ROOT),"
+    probe = ("import json, commlens, commlens.locations as loc, commlens.launch.provenance as prov;"
+             "print(json.dumps({'file': commlens.__file__, 'checkout': str(loc.CHECKOUT), 'root': str(loc.ROOT),"
              "'kernels_hash': prov.source_hash(), 'commit': prov.git_commit()}))")
     seen = json.loads(_run([installed["python"], "-c", probe], cwd=installed["venv"].parent,
                            env=installed["env"]).stdout)
     assert Path(seen["file"]).is_relative_to(installed["venv"]) and seen["checkout"] == "None"
     assert Path(seen["root"]).is_relative_to(installed["venv"])
-    from commbench.launch.provenance import source_hash
+    from commlens.launch.provenance import source_hash
 
     assert seen["kernels_hash"] == source_hash()       # every kernel source came along, byte for byte
     assert seen["commit"] == "unknown"
@@ -155,7 +155,7 @@ def test_the_installed_package_uses_its_own_files_not_the_checkout(installed):
 
 @pytest.mark.mpi
 def test_installed_commands_run_outside_the_checkout(installed, elsewhere):
-    run = lambda *args: _run(["commbench", *args], cwd=elsewhere, env=installed["env"]).stdout  # noqa: E731
+    run = lambda *args: _run(["commlens", *args], cwd=elsewhere, env=installed["env"]).stdout  # noqa: E731
     assert "tiny.yaml: ok, campaign 'tiny'" in run("validate", "tiny.yaml")
     summary = run("summary", "results/tiny/tiny.nc")
     for row in ("mpich-5.0.2", "openmpi-5.0.11", "1N2P", "2N1P", "pingpong.send"):

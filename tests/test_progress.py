@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from commbench.launch.progress import (KEPT_STAGES, PROGRESS_LINE, STAGE_MODELS, Progress, campaign_progress,
+from commlens.launch.progress import (KEPT_STAGES, PROGRESS_LINE, STAGE_MODELS, Progress, campaign_progress,
                                        progress_line, raw_file_beside, record_stage, stage_estimate_s)
-from commbench.units import format_duration
+from commlens.units import format_duration
 
 from conftest import REPO
 
@@ -92,7 +92,7 @@ def test_the_line_says_what_is_done_what_is_left_and_about_how_long():
 def test_collect_and_the_report_are_in_the_time_left(tmp_path, monkeypatch):
     """The time left runs to the end of the campaign: collect, estimated from the raw files' bytes
     (those left as large as those written), and the report, from its curves (2 libraries x 2 kernels)."""
-    monkeypatch.setenv("COMMBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("COMMLENS_CACHE", str(tmp_path / "cache"))
     raw = tmp_path / "raw"
     t = 1_700_000_000 * 10**9
     paths = [write_launch(raw, run, 2.0, t + i) for i, run in enumerate(RUNS[:6])]
@@ -110,7 +110,7 @@ def test_collect_and_the_report_are_in_the_time_left(tmp_path, monkeypatch):
 def test_stage_estimates_follow_this_machines_timings(tmp_path, monkeypatch):
     """Before any timing the model's; then the model scaled by the median ratio of the timings here to
     what it said, so a machine twice as slow is estimated twice as long at any size."""
-    monkeypatch.setenv("COMMBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("COMMLENS_CACHE", str(tmp_path / "cache"))
     fixed, per_curve = STAGE_MODELS["report"]
     assert stage_estimate_s("report", 4) == pytest.approx(fixed + per_curve * 4)
     for curves in (1, 10, 40):

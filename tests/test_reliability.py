@@ -23,23 +23,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commbench.campaign import Campaign, CampaignError, load_campaign, validate_campaign
-from commbench.campaign.rounds import round_order
-from commbench.data.collect import build_dataset, read_all
-from commbench.data.failures import failures
-from commbench.io.netcdf import write_dataset
-from commbench.launch import locks
-from commbench.launch.families.mpich import Hydra
-from commbench.launch.supervision import alive, leftover_files, mapped_files
-from commbench import open_campaign
-from commbench.launch.preflight import ResourceError, check_resources, needs, resource_problems
-from commbench.launch.placement import Placement
-from commbench.io.raw import LAUNCH_STATUSES, RawFileError, read_raw
+from commlens.campaign import Campaign, CampaignError, load_campaign, validate_campaign
+from commlens.campaign.rounds import round_order
+from commlens.data.collect import build_dataset, read_all
+from commlens.data.failures import failures
+from commlens.io.netcdf import write_dataset
+from commlens.launch import locks
+from commlens.launch.families.mpich import Hydra
+from commlens.launch.supervision import alive, leftover_files, mapped_files
+from commlens import open_campaign
+from commlens.launch.preflight import ResourceError, check_resources, needs, resource_problems
+from commlens.launch.placement import Placement
+from commlens.io.raw import LAUNCH_STATUSES, RawFileError, read_raw
 
 from conftest import REPO, interruptible, launch, small_campaign, snakemake, workflow_command
 from conftest import campaign_error as refusal, write_campaign as write
 
-LAUNCHER_NAMES = {"commbench-kernels", "mpiexec", "mpirun", "hydra_pmi_proxy", "prterun", "prted"}
+LAUNCHER_NAMES = {"commlens-kernels", "mpiexec", "mpirun", "hydra_pmi_proxy", "prterun", "prted"}
 
 BASE = textwrap.dedent("""
     campaign: base
@@ -118,7 +118,7 @@ def test_a_launch_larger_than_memory_is_refused_before_any_job(tmp_path):
     run = snakemake(tmp_path, "--configfile", str(campaign_file), "--dry-run", check=False)
     assert run.returncode != 0 and "needs about 256 GiB of memory" in run.stdout + run.stderr
     assert "rule run_launch" not in run.stdout
-    cli = subprocess.run([sys.executable, "-m", "commbench.cli", "validate", str(campaign_file)],
+    cli = subprocess.run([sys.executable, "-m", "commlens.cli", "validate", str(campaign_file)],
                          capture_output=True, text=True)
     assert cli.returncode == 2 and "needs about 256 GiB of memory" in cli.stderr
 
@@ -271,7 +271,7 @@ def test_integrity_errors_accessor_lists_only_corrupted_points(tmp_path):
     path = tmp_path / "launch0.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     ds = build_dataset(campaign, [read_raw(path)], {}, {})
-    table = ds.commbench.integrity_errors()
+    table = ds.commlens.integrity_errors()
     assert table[["library", "size", "errors"]].values.tolist() == [["libA", 64, 3]]
 
 
@@ -361,7 +361,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from conftest import launch
-from commbench.launch.placement import Placement
+from commlens.launch.placement import Placement
 launch(Path(sys.argv[2]), "mpich-5.0.2", Placement("1N2P", 1, 2),
        ["pingpong.send", "--sizes", "8,1024", "--min-samples", "3", "--test-hang-after", "1"], Path(sys.argv[3]),
        timeout_s=120)
@@ -385,7 +385,7 @@ def test_a_launch_whose_launcher_is_killed_outright_leaves_no_files_behind(works
             time.sleep(0.1)
         supervisors = [p for p in psutil.Process(launcher.pid).children() if "_supervise()" in " ".join(p.cmdline())]
         assert len(supervisors) == 1
-        ranks = [p for p in supervisors[0].children(recursive=True) if p.name() == "commbench-kernels"]
+        ranks = [p for p in supervisors[0].children(recursive=True) if p.name() == "commlens-kernels"]
         assert ranks
         session = Path(supervisors[0].environ()["TMPDIR"])      # the launch's own
         assert session.is_dir() and session != Path(tempfile.gettempdir())
@@ -482,7 +482,7 @@ def test_interrupted_campaign_resumes_without_redoing_or_duplicating(workspace, 
         result = read_raw(path)
         meta = result.launch
         for point in result.points:
-            cell = ds.commbench.samples(library=meta["library"], placement=meta["placement"], kernel=meta["kernel"],
+            cell = ds.commlens.samples(library=meta["library"], placement=meta["placement"], kernel=meta["kernel"],
                                         launch=meta["launch"], size=point.size)
             assert np.array_equal(cell.values, point.samples)
 
@@ -514,7 +514,7 @@ def test_integrity_errors_from_a_real_faulty_run_reach_the_dataset(workspace, bu
     write_dataset(ds, tmp_path / "faulty.nc")
     ds = open_campaign(tmp_path / "faulty.nc")
     assert (ds["errors"].sel(library="mpich-5.0.2", placement="1N2P", kernel="pingpong.send", launch=0) > 0).all()
-    table = ds.commbench.integrity_errors()
+    table = ds.commlens.integrity_errors()
     assert sorted(table["size"]) == [8, 4096] and (table["errors"] > 0).all()
 
 
@@ -573,7 +573,7 @@ def test_a_launch_whose_previous_run_is_alive_waits_for_it(workspace, built):
     moment ago, still ending it), the rerun's job says so and starts the launch only once it is free.
     The lock is held until the rerun says it waits: a fixed time fell short once Snakemake took 10 s
     to start its job on a loaded machine."""
-    from commbench.launch import locks
+    from commlens.launch import locks
 
     name = "waiting"
     campaign = write(workspace / "config" / "campaigns", LONG.format(name=name, launches=1, seconds=0.5),
@@ -581,7 +581,7 @@ def test_a_launch_whose_previous_run_is_alive_waits_for_it(workspace, built):
     lock = locks.launch_lock_path(workspace / _raw(name, 0))
     lock.parent.mkdir(parents=True, exist_ok=True)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom commbench.launch import locks\n"
+        [sys.executable, "-c", "import sys, time\nfrom commlens.launch import locks\n"
          "with locks.held(sys.argv[1], 'launch of a killed workflow (pid 4242)', remove=True):\n"
          "    print('held', flush=True); sys.stdin.readline()\nprint(time.time(), flush=True)", str(lock)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -647,7 +647,7 @@ def small_disk(path: Path, size: str):
     if os.geteuid() != 0:
         pytest.skip("mounting a small file system needs root")
     path.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "commbench-test", str(path)],
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "commlens-test", str(path)],
                              capture_output=True, text=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
@@ -679,8 +679,8 @@ def leftover_temporaries(folder: Path) -> list[str]:
 def test_a_raw_file_is_made_in_place_without_a_second_copy(tmp_path):
     """A finished launch's output larger than the space left still becomes its raw file: the launch record
     goes in front of it in place (the space for it held from the start), and nothing is copied."""
-    from commbench.io.atomic import WriteError
-    from commbench.io.raw_writing import reserve_record_space, write_raw_file
+    from commlens.io.atomic import WriteError
+    from commlens.io.raw_writing import reserve_record_space, write_raw_file
 
     with small_disk(tmp_path / "disk", "2m") as disk:
         output, partial = disk / "launch0.jsonl", disk / "launch0.jsonl.partial"
@@ -702,9 +702,9 @@ def test_a_raw_file_is_made_in_place_without_a_second_copy(tmp_path):
 
 def test_a_report_is_written_whole_or_not_at_all(tmp_path):
     """A full disk stops the report with the file and the cause, and the report already there stays whole."""
-    from commbench.io.atomic import WriteError
-    from commbench.report.analysis_table import ReportData
-    from commbench.report.document import write_report
+    from commlens.io.atomic import WriteError
+    from commlens.report.analysis_table import ReportData
+    from commlens.report.document import write_report
 
     config = {"campaign": "unit", "libraries": {"libA": {"mpi": "m"}},
               "placements": [{"name": "1N2P", "nodes": 1, "ppn": 2}],
@@ -800,7 +800,7 @@ def test_a_full_disk_loses_no_launch_and_no_stale_dataset_is_taken_as_current(wo
 def test_a_bad_name_is_refused_before_anything_is_written(tmp_path, change, key):
     """Names become paths and shell words: a trailing newline, a space or a shell character is refused
     (patterns read as JSON Schema's ECMA-262 has them, `$` the end of the text) before any job. The
-    workflow reads the file with the same check (commbench.campaign.load_campaign) as `commbench
+    workflow reads the file with the same check (commlens.campaign.load_campaign) as `commlens
     validate`; one name goes through the workflow itself, the rest through the check (each workflow run
     costs seconds)."""
     work = tmp_path / "work"

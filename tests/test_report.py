@@ -18,12 +18,12 @@ import papermill
 import pytest
 from PIL import Image
 
-from commbench import open_campaign
-from commbench.launch.placement import Placement
-from commbench.units import format_us
-from commbench.report import ReportData, Skipped, all_figures, write_report
-from commbench.report.backends import build_with
-from commbench.report.notebook import KERNEL_SHUTDOWN
+from commlens import open_campaign
+from commlens.launch.placement import Placement
+from commlens.units import format_us
+from commlens.report import ReportData, Skipped, all_figures, write_report
+from commlens.report.backends import build_with
+from commlens.report.notebook import KERNEL_SHUTDOWN
 
 from conftest import LIBRARIES, REPO, launch
 
@@ -40,8 +40,8 @@ def tiny(workspace, tiny_campaign) -> Path:
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_top_to_bottom(tiny, tmp_path, name, monkeypatch):
     """As JupyterLab runs it: the kernel starts in notebooks/, and the dataset is named as the
-    notebooks name theirs, results/<campaign>/<campaign>.nc (here kept under $COMMBENCH_RESULTS)."""
-    monkeypatch.setenv("COMMBENCH_RESULTS", str(tiny.parent))
+    notebooks name theirs, results/<campaign>/<campaign>.nc (here kept under $COMMLENS_RESULTS)."""
+    monkeypatch.setenv("COMMLENS_RESULTS", str(tiny.parent))
     executed = papermill.execute_notebook(str(REPO / "notebooks" / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
                                           parameters={"dataset": "results/tiny/tiny.nc"}, cwd=str(REPO / "notebooks"),
                                           progress_bar=False, shutdown_kernel=KERNEL_SHUTDOWN)
@@ -60,7 +60,7 @@ def assert_tables_read_as_the_reports(executed) -> None:
 
 
 def test_bandwidth_captions_say_how_the_window_was_posted():
-    from commbench.data import synthetic as syn
+    from commlens.data import synthetic as syn
 
     truth, grid = syn.GroundTruth(1e-6, 1e10), [1024, 2**20]
     ds = syn.campaign_dataset({("lib", "1N2P", kernel): syn.generate(grid, truth, n_samples=5, n_launches=1)
@@ -144,7 +144,7 @@ def browser():
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    folder = tempfile.mkdtemp(prefix="commbench-browser-")
+    folder = tempfile.mkdtemp(prefix="commlens-browser-")
     try:
         session = webdriver.Chrome(service=Service(driver, env={**os.environ, "TMPDIR": folder}), options=options)
         try:
@@ -220,7 +220,7 @@ def test_the_report_opens_at_a_glance(tiny):
                                                                "id='methods'"))
     assert page.index("<h1>") < glance < changed < methods
     ds = open_campaign(tiny / "tiny.nc")
-    summary = ds.commbench.summary().sel(kernel="pingpong.send", size=1)
+    summary = ds.commlens.summary().sel(kernel="pingpong.send", size=1)
     for library in LIBRARIES:
         for placement in ("1N2P", "2N1P"):
             cell = summary.sel(library=library, placement=placement)
@@ -275,9 +275,9 @@ return lines;
 
 def no_data_dataset(tmp_path: Path, results: list):
     """The dataset collect makes of a campaign none of whose launches gave data."""
-    from commbench.campaign import Campaign, validate_campaign
-    from commbench.data.collect import build_dataset
-    from commbench.io.netcdf import write_dataset
+    from commlens.campaign import Campaign, validate_campaign
+    from commlens.data.collect import build_dataset
+    from commlens.io.netcdf import write_dataset
 
     config = validate_campaign({"campaign": "nothing", "launches": 1,
                                 "libraries": {row: {"mpi": row} for row in LIBRARIES},
@@ -295,8 +295,8 @@ def no_data_dataset(tmp_path: Path, results: list):
 def test_a_campaign_where_no_launch_gave_data_gets_a_report_that_says_so(tmp_path):
     """Every launch unsupported (a setting the library lacks) or beyond the machine (512 ranks): the
     report is written, draws nothing and opens with each row, how its launches ended and why."""
-    from commbench.io.raw import read_raw
-    from commbench.launch.run import record_not_run
+    from commlens.io.raw import read_raw
+    from commlens.launch.run import record_not_run
 
     results = []
     for row in LIBRARIES:
@@ -347,8 +347,8 @@ def test_launches_the_launcher_refuses_give_a_report_of_why(workspace, built, tm
 def test_a_switch_every_library_shows_at_one_size_on_node_may_be_a_cache():
     """Each library's own protocol switch (8 KiB, 4 KiB) is a protocol; the bandwidth drop both show at
     1 MiB on one node and neither off-node is more likely the cache, and the findings table says so."""
-    from commbench.data import synthetic as syn
-    from commbench.report.findings import findings_table
+    from commlens.data import synthetic as syn
+    from commlens.report.findings import findings_table
 
     grid, noise = syn.powers_of_two(1, 4 * 2**20), syn.Noise(0.01)
     cache = syn.Switch(2**20, 0.0, 4e9)

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from commbench.data import synthetic as syn
-from commbench.data.pairs import PAIR_DIMS
-from commbench.report import Figure, ReportData, all_figures, write_report
-from commbench.report import pages as report_pages
-from commbench.report.comparison_figures import MAX_PANELS
-from commbench.report.plotting import MAX_CURVES
+from commlens.data import synthetic as syn
+from commlens.data.pairs import PAIR_DIMS
+from commlens.report import Figure, ReportData, all_figures, write_report
+from commlens.report import pages as report_pages
+from commlens.report.comparison_figures import MAX_PANELS
+from commlens.report.plotting import MAX_CURVES
 
 from test_compare_report import as_collected, two_libraries
 from test_report import RENDERED, browser
@@ -110,7 +110,7 @@ def test_every_page_renders_in_headless_chromium(broad):
 
 def test_a_few_figures_of_many_panels_also_get_pages():
     """Three figures are few, but 40 panels each are more than one page holds."""
-    from commbench.report import Figure
+    from commlens.report import Figure
 
     figures = [Figure("library-comparison-1N2P", "t", "c", None, panels=2, page=""),
                Figure("variants-1N2P", "t", "c", None, panels=report_pages.MAX_PANELS_ONE_PAGE // 2,
@@ -169,7 +169,7 @@ def test_fan_kernels_get_their_own_figure_and_no_pair_matrix():
     assert "congestion-3N1P" in figures and not any(name.startswith("pairs-") for name in figures), sorted(figures)
     assert figures["congestion-3N1P"].curves == {("mpich-5.0.2", "3N1P", "fan.in")}
     with pytest.raises(ValueError, match="times some pairs of ranks, not every pair"):
-        ds.commbench.pairs("mpich-5.0.2", "3N1P", "fan.in", 8192)
+        ds.commlens.pairs("mpich-5.0.2", "3N1P", "fan.in", 8192)
 
 
 # The plot area of the Bokeh figure whose title ends with arguments[0], scrolled into view: where it is

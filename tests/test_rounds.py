@@ -1,4 +1,4 @@
-"""Launches in rounds (commbench.campaign.rounds): round r runs every (library, placement, kernel) once, in
+"""Launches in rounds (commlens.campaign.rounds): round r runs every (library, placement, kernel) once, in
 an order drawn from the campaign's round_seed, and round r+1 starts after round r has ended; every launch
 records its round and position, the dataset holds them, a resumed campaign keeps its design."""
 
@@ -16,20 +16,20 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from commbench import open_campaign
-from commbench.campaign import Campaign, load_campaign
-from commbench.campaign.rounds import SEED_FILE, recorded_seed, round_order, sequence
-from commbench.io.raw import read_launch_record
-from commbench.report.methods.rounds import rounds_paragraph, until_decided_paragraph
+from commlens import open_campaign
+from commlens.campaign import Campaign, load_campaign
+from commlens.campaign.rounds import SEED_FILE, recorded_seed, round_order, sequence
+from commlens.io.raw import read_launch_record
+from commlens.report.methods.rounds import rounds_paragraph, until_decided_paragraph
 
 from conftest import LIBRARIES, campaign_error, interruptible, snakemake, workflow_command, write_campaign
 
-COMMBENCH = Path(sys.executable).parent / "commbench"
+COMMLENS = Path(sys.executable).parent / "commlens"
 
 
-def commbench_run(workspace: Path, campaign: Path) -> list[str]:
-    """`commbench run` as a user types it, with the tests' builds (conftest.workflow_command)."""
-    return [str(COMMBENCH), "run", str(campaign), "--directory", str(workspace),
+def commlens_run(workspace: Path, campaign: Path) -> list[str]:
+    """`commlens run` as a user types it, with the tests' builds (conftest.workflow_command)."""
+    return [str(COMMLENS), "run", str(campaign), "--directory", str(workspace),
             "--config", "strict_build=" + ",".join(LIBRARIES)]
 
 
@@ -199,7 +199,7 @@ def test_an_interrupted_campaign_resumes_with_its_design(workspace, built):
     assert sorted(planned) == sorted(redone.format(**record) for record in ran[3:]), plan[-3000:]
 
 
-# --- Launches until decided: rounds until the compare: pairs are decided (commbench.cli.until_decided) ---
+# --- Launches until decided: rounds until the compare: pairs are decided (commlens.cli.until_decided) ---
 
 UNTIL_DECIDED = textwrap.dedent("""
     campaign: {name}
@@ -247,7 +247,7 @@ def test_launches_until_decided_are_checked_as_the_file_is_read(tmp_path):
     # A dataset without the looks (the workflow run alone) says so, and claims no look.
     paragraph = until_decided_paragraph(xr.Dataset(), {"min": 3, "max": 8, "until": "decided"})
     assert paragraph == ("Launches until decided: at least 3 and at most 8 rounds. The looks that chose the rounds: "
-                         "not recorded (the workflow was run without commbench run).")
+                         "not recorded (the workflow was run without commlens run).")
 
 
 @pytest.mark.mpi
@@ -257,17 +257,17 @@ def test_a_campaign_runs_rounds_until_its_pairs_are_decided_and_its_report_says_
     rounds leave the paired test one degree of freedom, and a 40x change went undecided at 2 rounds.) The
     looks are kept for a rerun and in the dataset; the report's verdicts and Methods are the looks'. Its
     bisection cannot run (no such release): the campaign ends all the same, exits 1 and says why."""
-    from commbench.report.analysis_table import ReportData
-    from commbench.report.comparisons import library_row_comparisons
-    from commbench.report.methods import methods
+    from commlens.report.analysis_table import ReportData
+    from commlens.report.comparisons import library_row_comparisons
+    from commlens.report.methods import methods
 
     name = "decided"
     campaign = write_campaign(workspace / "config" / "campaigns",
                               UNTIL_DECIDED.format(name=name, launches="{min: 3, max: 4, until: decided}")
                               + NO_BISECTION, f"{name}.yaml")
-    run = subprocess.run(commbench_run(workspace, campaign), capture_output=True, text=True, timeout=600)
+    run = subprocess.run(commlens_run(workspace, campaign), capture_output=True, text=True, timeout=600)
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "commbench run: 1 of the campaign's bisections failed" in run.stderr, run.stderr[-3000:]
+    assert "commlens run: 1 of the campaign's bisections failed" in run.stderr, run.stderr[-3000:]
     results = workspace / "results" / name
     [bisection] = json.loads((results / "bisections.json").read_text())
     assert "openmpi-0.0.1" in bisection["error"] and f"[bisect] openmpi-0.0.1 -> openmpi-5.0.11 failed: " \
@@ -292,7 +292,7 @@ def test_a_campaign_runs_rounds_until_its_pairs_are_decided_and_its_report_says_
     assert (comparison.result["decided_at"] == 3).all()
 
     # Run again: nothing is measured again, and the look gives the same decision.
-    again = subprocess.run(commbench_run(workspace, campaign), capture_output=True, text=True, timeout=600)
+    again = subprocess.run(commlens_run(workspace, campaign), capture_output=True, text=True, timeout=600)
     assert again.returncode == 1 and "[decided] after 3 rounds" in again.stdout, again.stdout[-3000:]
     assert "launches]" not in again.stdout and json.loads((results / "decisions.json").read_text()) == record
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commbench.analysis.network import node_pair_times
-from commbench.launch import vnodes
-from commbench import open_campaign
-from commbench.campaign import Campaign, load_campaign
-from commbench.campaign.rounds import recorded_seed
+from commlens.analysis.network import node_pair_times
+from commlens.launch import vnodes
+from commlens import open_campaign
+from commlens.campaign import Campaign, load_campaign
+from commlens.campaign.rounds import recorded_seed
 
 from conftest import REPO, interruptible, snakemake, workflow_command
 from test_rounds import assert_ran_as_designed
@@ -171,7 +171,7 @@ ACTIVE_STATES = "PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED"
 
 def kernels_on(cluster) -> list[int]:
     """Ranks running on the Slurm cluster's nodes."""
-    return [pid for pid in vnodes.processes_on(cluster.name) if _argv0(pid).endswith("/commbench-kernels")]
+    return [pid for pid in vnodes.processes_on(cluster.name) if _argv0(pid).endswith("/commlens-kernels")]
 
 
 def _argv0(pid: int) -> str:
@@ -263,7 +263,7 @@ def test_the_network_kernels_time_the_pairs_of_their_allocations_nodes(workspace
     assert run.returncode == 0, (run.stdout + run.stderr)[-8000:]
     ds = open_campaign(workspace / "results" / "fabric" / "fabric.nc")
     asked = ds["status"].values[ds["status"].values != "skipped"]    # each kernel on its one placement
-    assert list(asked) == ["ok"] * 3, ds.commbench.failed_runs()
+    assert list(asked) == ["ok"] * 3, ds.commlens.failed_runs()
 
     def hosts_and_timed(placement: str, kernel: str):
         hosts = str(ds["hosts"].sel(library="mpich-5.0.2", placement=placement, kernel=kernel, launch=0).values)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from commbench.analysis import stats
-from commbench.data import quantities
+from commlens.analysis import stats
+from commlens.data import quantities
 
 
 def samples(values: np.ndarray) -> xr.DataArray:
@@ -20,7 +20,7 @@ def samples(values: np.ndarray) -> xr.DataArray:
 
 def syn_dataset(time: xr.DataArray) -> xr.Dataset:
     """`time` (size, launch, sample) laid out as one curve of a collected campaign."""
-    from commbench.data import synthetic as syn
+    from commlens.data import synthetic as syn
 
     return syn.dataset_from_cubes({("lib", "1N2P", "pingpong.send"): (time["size"].values, time.values)})
 
@@ -73,7 +73,7 @@ def test_orders_each_launch_keeps_the_summary_keeps():
     """Medians over launches keep every order that holds in each launch: min <= P50 <= P90 <= P99 at
     every point, and the mean below the P99 wherever every launch's is."""
     ds = synthetic_campaign(["pingpong.send", "stream.bi"], launches=4)
-    summary = ds.commbench.summary(ci=False)
+    summary = ds.commlens.summary(ci=False)
     below = (ds["mean"] <= ds["quantiles"].sel(quantile=0.99)).where(ds["sample_count"] > 0, True).all("launch")
     assert int(below.sum()) > 0.8 * below.size          # the heavy tail leaves a few launches' means above
     assert bool((summary["mean"] <= summary["p99"]).where(below, True).all())
@@ -86,7 +86,7 @@ def test_each_statistic_lies_in_its_own_interval(launches):
     """The band a figure draws around its median is the interval of that median (and the mean's of
     the mean): every point inside its own, whatever the launches, a heavy tail and launch effects."""
     ds = synthetic_campaign(["pingpong.send", "stream.bi"], launches=launches, launch_relative=0.1)
-    summary = ds.commbench.summary()
+    summary = ds.commlens.summary()
     for name, interval in (("median", "median_ci"), ("mean", "mean_ci"), ("bandwidth", "bandwidth_ci")):
         low, high = summary[interval].sel(bound="low"), summary[interval].sel(bound="high")
         assert bool(((low <= summary[name]) & (summary[name] <= high)).all()), name
@@ -113,7 +113,7 @@ def test_the_band_covers_the_typical_launchs_median_about_95_percent(launches, l
     """Ground truth: the median over many launches of each launch's median. Heavy-tailed samples and
     launch effects, 60 curves of 8 sizes: the band covers it at least about as often as it says. (One
     launch cannot show launch effects, so that case has none.)"""
-    from commbench.data import synthetic as syn
+    from commlens.data import synthetic as syn
 
     grid, truth = syn.powers_of_two(1, 128), syn.GroundTruth(2e-6, 5e9)
     noise = syn.Noise(0.05, launch_relative=launch_relative, outlier_fraction=0.02)
@@ -122,7 +122,7 @@ def test_the_band_covers_the_typical_launchs_median_about_95_percent(launches, l
     curves = {(f"c{seed:02d}", "1N2P", "pingpong.send"): syn.generate(grid, truth, noise, n_samples=100,
                                                                       n_launches=launches, seed=seed)
               for seed in range(60)}
-    band = syn.campaign_dataset(curves).commbench.summary()["median_ci"].sel(placement="1N2P", kernel="pingpong.send")
+    band = syn.campaign_dataset(curves).commlens.summary()["median_ci"].sel(placement="1N2P", kernel="pingpong.send")
     covered = (band.sel(bound="low") <= typical) & (typical <= band.sel(bound="high"))
     assert float(covered.mean()) >= 0.9, float(covered.mean())
 
@@ -140,7 +140,7 @@ def test_summary_broadcasts_and_keeps_nan_for_empty_points():
 
 def synthetic_campaign(kernels, nprocs=None, launches=3, launch_relative=0.0):
     """A campaign dataset of a few launches per kernel, heavy-tailed, with the ranks on its placement."""
-    from commbench.data import synthetic as syn
+    from commlens.data import synthetic as syn
 
     truth, grid = syn.GroundTruth(2e-6, 5e9), syn.powers_of_two(1, 2**20)
     noise = syn.Noise(0.05, outlier_fraction=0.05, launch_relative=launch_relative)
@@ -154,8 +154,8 @@ def test_summary_percentiles_are_a_typical_launchs_as_the_median_is():
     """P90 and P99 pool launches as the median does: the median over launches of each launch's
     percentile, read from the per-point statistics and checked here against the samples."""
     ds = synthetic_campaign(["pingpong.send"])
-    summary = ds.commbench.summary(ci=False).sel(library="lib", placement="1N4P", kernel="pingpong.send")
-    samples = ds.commbench.samples(library="lib", placement="1N4P", kernel="pingpong.send").values
+    summary = ds.commlens.summary(ci=False).sel(library="lib", placement="1N4P", kernel="pingpong.send")
+    samples = ds.commlens.samples(library="lib", placement="1N4P", kernel="pingpong.send").values
     for name, q in quantities.PERCENTILES.items():
         per_launch = np.nanquantile(samples, q, axis=2)
         np.testing.assert_allclose(summary[name].values, np.median(per_launch, axis=1), rtol=1e-12)
@@ -165,11 +165,11 @@ def test_summary_percentiles_are_a_typical_launchs_as_the_median_is():
 
 def test_bandwidth_counts_the_bytes_each_kernel_moves():
     kernels = ["pingpong.send", "stream.bi", "exchange.sendrecv@nocache", "multipair.stream"]
-    summary = synthetic_campaign(kernels, nprocs=4).commbench.summary(ci=False)
+    summary = synthetic_campaign(kernels, nprocs=4).commlens.summary(ci=False)
     one_way = summary["size"] / summary["median"]
     ratio = (summary["bandwidth"] / one_way).sel(library="lib", placement="1N4P").max("size")
     # Both directions for stream.bi and the exchanges (any variant), every pair (4 ranks: 2) for multipair.
     assert ratio.values.tolist() == [2.0, 2.0, 1.0, 2.0] == [quantities.bytes_factor(k, 4) for k in ratio["kernel"].values]
     # Without the ranks, a factor that needs them is unknown, not guessed.
-    unknown = synthetic_campaign(["multipair.stream", "stream.bi"]).commbench.summary(ci=False)["bandwidth"]
+    unknown = synthetic_campaign(["multipair.stream", "stream.bi"]).commlens.summary(ci=False)["bandwidth"]
     assert unknown.sel(kernel="multipair.stream").isnull().all() and unknown.sel(kernel="stream.bi").notnull().any()

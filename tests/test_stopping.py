@@ -14,15 +14,15 @@ def rule(tmp_path_factory):
     build = tmp_path_factory.mktemp("stopping")
     subprocess.run(["make", "-s", "-C", str(REPO / "kernels"), "stopping-lib", f"BUILD_DIR={build}"], check=True)
     lib = ctypes.CDLL(str(build / "libcbstopping.so"))
-    lib.cb_stopping_simulate.restype = ctypes.c_int
-    lib.cb_stopping_simulate.argtypes = [
+    lib.cl_stopping_simulate.restype = ctypes.c_int
+    lib.cl_stopping_simulate.argtypes = [
         ctypes.POINTER(ctypes.c_double), ctypes.c_int, ctypes.c_double, ctypes.c_int, ctypes.c_int,
         ctypes.c_double, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)]
 
     def simulate(samples, rse=0.01, min_samples=10, max_samples=500, max_time=1e9):
         values = np.ascontiguousarray(samples, dtype=np.float64)
         out_rse, out_settled = ctypes.c_double(), ctypes.c_int()
-        taken = lib.cb_stopping_simulate(values.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), len(values),
+        taken = lib.cl_stopping_simulate(values.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), len(values),
                                          rse, min_samples, max_samples, max_time,
                                          ctypes.byref(out_rse), ctypes.byref(out_settled))
         return taken, out_rse.value, bool(out_settled.value)

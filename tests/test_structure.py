@@ -1,5 +1,5 @@
 """The package's architecture, held by the test suite: layers that import only downwards (import-linter
-contracts in pyproject.toml), one place for MPI family knowledge (commbench.launch.families) and for
+contracts in pyproject.toml), one place for MPI family knowledge (commlens.launch.families) and for
 the kernels (kernels/catalogue.def), and modules small enough to read."""
 
 import ast
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import REPO
 
-PACKAGE = REPO / "src" / "commbench"
+PACKAGE = REPO / "src" / "commlens"
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "share" not in p.relative_to(PACKAGE).parts)
 MAX_MODULE_LINES = 400
 
@@ -39,7 +39,7 @@ def _string_constants(tree):
 
 
 def test_mpi_families_and_launchers_are_named_only_in_their_registry():
-    """No `== "openmpi"`, `"hydra" if ...` or {"mpich": ...} outside commbench/launch/families: a new
+    """No `== "openmpi"`, `"hydra" if ...` or {"mpich": ...} outside commlens/launch/families: a new
     family is a class there, not a hunt through the code."""
     names = {"mpich", "openmpi", "hydra", "orte", "prrte"}
     found = []
@@ -58,11 +58,11 @@ def test_mpi_families_and_launchers_are_named_only_in_their_registry():
             for value in compared:
                 if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.lower() in names:
                     found.append(f"{path.relative_to(REPO)}:{value.lineno}: {value.value!r}")
-    assert not found, "family or launcher names outside commbench.launch.families:\n" + "\n".join(found)
+    assert not found, "family or launcher names outside commlens.launch.families:\n" + "\n".join(found)
 
 
 def test_no_module_keeps_its_own_list_of_kernels():
-    """Kernel names come from the catalogue (kernels/catalogue.def through commbench.launch.catalogue);
+    """Kernel names come from the catalogue (kernels/catalogue.def through commlens.launch.catalogue);
     a tuple, list or set of two or more kernel names in the package would be a copy that drifts."""
     catalogue = (REPO / "kernels" / "catalogue.def").read_text()
     kernels = set(__import__("re").findall(r'\.name = "([^"]+)"', catalogue))
@@ -80,4 +80,4 @@ def test_no_module_keeps_its_own_list_of_kernels():
 @pytest.mark.parametrize("layer", ["campaign", "io", "launch", "data", "analysis", "report", "interactive"])
 def test_each_layer_says_what_it_is_for(layer):
     doc = ast.get_docstring(ast.parse((PACKAGE / layer / "__init__.py").read_text()))
-    assert doc and len(doc.split()) >= 8, f"commbench.{layer} has no docstring saying its job"
+    assert doc and len(doc.split()) >= 8, f"commlens.{layer} has no docstring saying its job"

@@ -10,11 +10,11 @@ import holoviews as hv
 import pytest
 import yaml
 
-from commbench import open_campaign
-from commbench.report import Figure, ReportData, all_figures, all_tables
-from commbench.report.backends import build_with
-from commbench.report.static_copies import save_static
-from commbench.units import parse_size
+from commlens import open_campaign
+from commlens.report import Figure, ReportData, all_figures, all_tables
+from commlens.report.backends import build_with
+from commlens.report.static_copies import save_static
+from commlens.units import parse_size
 
 from conftest import REPO, snakemake
 
@@ -69,7 +69,7 @@ def run_shrunken(workspace, study: str, *targets: str) -> dict:
 def test_shrunken_study_draws_its_own_figures(workspace, built, tmp_path, study):
     run_shrunken(workspace, study, f"results/{study}/{study}.nc")
     ds = open_campaign(workspace / "results" / study / f"{study}.nc")
-    assert set(ds["status"].values.ravel()) <= {"ok", "skipped"}, ds.commbench.failed_runs()
+    assert set(ds["status"].values.ravel()) <= {"ok", "skipped"}, ds.commlens.failed_runs()
     data = ReportData(ds)
     figures, tables = EXPECTED[study]
     drawn = {item.name: item for item in all_figures(data) if isinstance(item, Figure)}

@@ -1,4 +1,4 @@
-"""What users put next to OSU's numbers: the report's parameter table and `commbench summary`.
+"""What users put next to OSU's numbers: the report's parameter table and `commlens summary`.
 
 The table's regimes and its Hockney flag are checked on synthetic curves with known parameters;
 the CLI's bandwidth and percentiles against the report's on a real campaign with bidirectional
@@ -10,19 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commbench import cli
-from commbench.analysis import models
-from commbench.data import synthetic as syn
-from commbench import open_campaign
-from commbench.report import ReportData
-from commbench.data.imported import import_files
-from commbench.interactive import append_to_campaign
-from commbench.io.netcdf import write_dataset
-from commbench.report.glance import at_a_glance
-from commbench.report.methods import methods
-from commbench.report.tables import performance_table
+from commlens import cli
+from commlens.analysis import models
+from commlens.data import synthetic as syn
+from commlens import open_campaign
+from commlens.report import ReportData
+from commlens.data.imported import import_files
+from commlens.interactive import append_to_campaign
+from commlens.io.netcdf import write_dataset
+from commlens.report.glance import at_a_glance
+from commlens.report.methods import methods
+from commlens.report.tables import performance_table
 
-from commbench.units import format_mbps, format_number, format_us
+from commlens.units import format_mbps, format_number, format_us
 
 from conftest import snakemake, write_campaign
 
@@ -99,7 +99,7 @@ def bidirectional(workspace, built):
 def test_cli_bandwidth_and_percentiles_are_the_reports(bidirectional, capsys):
     ds = open_campaign(bidirectional)
     points = ReportData(ds, n_boot=50).points
-    summary = ds.commbench.summary(ci=False).sel(library="mpich-5.0.2", placement="1N2P", size=65536)
+    summary = ds.commlens.summary(ci=False).sel(library="mpich-5.0.2", placement="1N2P", size=65536)
     table = performance_table(ReportData(ds, n_boot=50)).frame.iloc[0]
     printed = {kernel: line.split() for kernel, line in
                ((line.split()[2], line) for line in _table_lines(capsys, bidirectional))}
@@ -108,8 +108,8 @@ def test_cli_bandwidth_and_percentiles_are_the_reports(bidirectional, capsys):
         largest = points[(points["kernel"] == kernel) & (points["size"] == 65536)].iloc[0]
         assert fields[-3:] == ["64", "KiB", format_mbps(largest["bandwidth_Bps"])], fields
         # The time columns at 8 B: mean, P50, P90, P99 in microseconds, as the summary gives them and
-        # written as every table writes them (commbench.units).
-        smallest = ds.commbench.summary(ci=False).sel(library="mpich-5.0.2", placement="1N2P", kernel=kernel, size=8)
+        # written as every table writes them (commlens.units).
+        smallest = ds.commlens.summary(ci=False).sel(library="mpich-5.0.2", placement="1N2P", kernel=kernel, size=8)
         assert fields[3:9] == ["8", "B", *(format_us(float(smallest[name])) for name in ("mean", "p50", "p90",
                                                                                           "p99"))], fields
         assert smallest["mean"] <= smallest["p99"]
@@ -122,13 +122,13 @@ def test_cli_bandwidth_and_percentiles_are_the_reports(bidirectional, capsys):
 
 def table_cell(row, column: str) -> str:
     """A performance-table cell as the report shows it (Table.readable)."""
-    from commbench.report.elements import readable
+    from commlens.report.elements import readable
 
     return readable(row.to_frame().T.astype({column: float}))[column].iloc[0]
 
 
 def _table_lines(capsys, dataset) -> list[str]:
-    """The rows of `commbench summary`'s table (after its two header lines)."""
+    """The rows of `commlens summary`'s table (after its two header lines)."""
     assert cli.main(["summary", str(dataset)]) == 0
     lines = capsys.readouterr().out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("library"))
@@ -198,7 +198,7 @@ def test_the_report_marks_imported_rows_and_names_their_files(old_results):
     assert table.frame["source"].tolist() == sources[table.frame["library"]].tolist()
     assert "Rows whose source is imported [n]" in table.caption
     section = next(s for s in methods(ds) if s.heading == "Imported rows")
-    assert len(section.items) == 9 and "9 curves were not measured by commbench" in section.paragraphs[0]
+    assert len(section.items) == 9 and "9 curves were not measured by commlens" in section.paragraphs[0]
     latency = next(item for item in section.items if item.startswith("openmpi-5.0.11, 1N2P, pingpong.send: "))
     path = OSU / "osu_latency-z-openmpi-5.0.11-1N2P.txt"
     assert f"{path.resolve()} (sha256 {hashlib.sha256(path.read_bytes()).hexdigest()[:12]}, ranks stated: 2)" in latency

@@ -1,6 +1,6 @@
 import pytest
 
-from commbench.units import parse_size
+from commlens.units import parse_size
 
 
 @pytest.mark.parametrize("text, expected", [

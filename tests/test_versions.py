@@ -9,11 +9,11 @@ import textwrap
 
 import pytest
 
-from commbench.launch.build import build_kernels
-from commbench import open_campaign
-from commbench.launch.placement import Placement
-from commbench.launch.run import run_launch
-from commbench.launch.provenance import KERNELS_DIR
+from commlens.launch.build import build_kernels
+from commlens import open_campaign
+from commlens.launch.placement import Placement
+from commlens.launch.run import run_launch
+from commlens.launch.provenance import KERNELS_DIR
 
 from conftest import LIBRARIES, snakemake
 
@@ -70,14 +70,14 @@ def test_oldest_and_newest_of_each_family_build_and_run_on_and_off_node(versions
     ds, _ = versions_campaign
     for library, launcher in LAUNCHER.items():
         row = ds.sel(library=library, kernel="pingpong.send")
-        assert (row["status"] == "ok").all(), row.commbench.failed_runs()
+        assert (row["status"] == "ok").all(), row.commlens.failed_runs()
         version = library.split("-")[1]
         assert version in str(row["library_version"].values), str(row["library_version"].values)
         assert str(row["launcher"].values) == launcher and str(row["library_status"].values) == "ok"
     # Each version really took its network path off node: TCP on loopback is several times slower
     # for 8 B than shared memory (measured here: 4-6 us against 0.1-1 us). The fastest sample of each:
     # what another test's load on the machine adds to some samples cannot make either path faster.
-    fastest = ds.commbench.summary(ci=False)["min"].sel(kernel="pingpong.send", size=8)
+    fastest = ds.commlens.summary(ci=False)["min"].sel(kernel="pingpong.send", size=8)
     ratio = fastest.sel(placement="2N1P") / fastest.sel(placement="1N2P")
     for library in LAUNCHER:
         assert float(ratio.sel(library=library)) > 2, (library, float(ratio.sel(library=library)))
@@ -114,7 +114,7 @@ def test_a_failed_environment_or_build_leaves_the_other_libraries_in_the_dataset
     page = (results / "report.html").read_text()
     assert "Library row no-such-wheel is missing" in page and "Library row broken-cc is missing" in page
     # What `make campaign` ends with: the dataset and report were written, and it says what is missing.
-    summary = subprocess.run([sys.executable, "-m", "commbench.cli", "summary", "--check",
+    summary = subprocess.run([sys.executable, "-m", "commlens.cli", "summary", "--check",
                               str(results / "versions-tiny.nc")], capture_output=True, text=True)
     assert summary.returncode == 1, summary.stdout + summary.stderr
     last = summary.stdout.strip().splitlines()[-1]

@@ -1,4 +1,4 @@
-"""Virtual nodes (commbench.launch.vnodes): hosts of their own on one machine, launches on them through
+"""Virtual nodes (commlens.launch.vnodes): hosts of their own on one machine, launches on them through
 each library's own remote start, and nothing left behind however a launch ends."""
 
 import json
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from commbench.launch import locks, netem, vnodes
-from commbench.launch.families.mpich import Hydra
-from commbench.launch.supervision import leftover_files
-from commbench.launch.placement import Placement
+from commlens.launch import locks, netem, vnodes
+from commlens.launch.families.mpich import Hydra
+from commlens.launch.supervision import leftover_files
+from commlens.launch.placement import Placement
 
 from conftest import LIBRARIES, campaign_error, launch
 
@@ -114,7 +114,7 @@ def test_each_node_is_a_host_of_its_own(can_make_vnodes):
 
 OWNER = textwrap.dedent("""
     import subprocess, time
-    from commbench.launch import vnodes
+    from commlens.launch import vnodes
     with vnodes.virtual_cluster(2) as cluster:
         print(cluster.name, flush=True)
         subprocess.Popen(cluster.command_on("vnode1", ["sleep", "600"]))
@@ -226,9 +226,9 @@ def test_session_files_a_killed_daemon_left_never_fail_a_later_launch(workspace,
 
 KILLED_LAUNCH = textwrap.dedent("""
     import json, sys
-    from commbench.launch.placement import Placement
-    from commbench.launch.run import run_launch
-    from commbench.launch.supervision import stop_when_told
+    from commlens.launch.placement import Placement
+    from commlens.launch.run import run_launch
+    from commlens.launch.supervision import stop_when_told
     stop_when_told()          # as the workflow's launch job does
     a = json.loads(sys.argv[1])
     run_launch(installation=a["installation"], build=a["build"], kernel="pingpong.send",
@@ -243,7 +243,7 @@ def kernel_processes(name: str) -> list[int]:
     found = []
     for pid in vnodes.processes_on(name):
         try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"/commbench-kernels"):
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"/commlens-kernels"):
                 found.append(pid)
         except OSError:
             pass
@@ -447,7 +447,7 @@ def test_a_planted_path_delay_holds_what_two_nodes_send_each_other_and_nothing_e
 
 CPU_GROUP_PROBE = """
 import json, os, subprocess, sys
-from commbench.launch import vnodes
+from commlens.launch import vnodes
 try:
     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
     refused = False
@@ -466,7 +466,7 @@ print(json.dumps({"refused": refused, "recorded": cluster.link_priority, "links"
 
 @needs_vnodes
 def test_a_link_process_runs_at_a_real_time_priority_from_a_cpu_group_without_a_real_time_budget(can_make_vnodes):
-    """A job runner or container may start commbench in a cpu cgroup of its own, which has no real-time
+    """A job runner or container may start commlens in a cpu cgroup of its own, which has no real-time
     time (cpu.rt_runtime_us 0): there the kernel refuses a real-time priority, and the links' processes
     would run at the ranks' priority (Open MPI between two nodes on 1 Gbit/s links then read 0.63 of the rate
     in 3 of 3 runs, MPICH 0.99). Each link's process still gets its priority, and the cluster records it."""
@@ -475,7 +475,7 @@ def test_a_link_process_runs_at_a_real_time_priority_from_a_cpu_group_without_a_
         pytest.skip("no cgroup v1 cpu hierarchy with real-time group scheduling: nothing refuses the priority")
     if netem.shaper("namespaces") != "wire":
         pytest.skip("the links are netem, in the kernel: no link process")
-    group = hierarchy / f"commbench-test-{os.getpid()}"
+    group = hierarchy / f"commlens-test-{os.getpid()}"
     group.mkdir()
     try:
         assert (group / "cpu.rt_runtime_us").read_text().strip() == "0"

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import yaml
 
-from commbench import open_campaign
-from commbench.campaign import Campaign, load_campaign
-from commbench.campaign.rounds import recorded_seed
+from commlens import open_campaign
+from commlens.campaign import Campaign, load_campaign
+from commlens.campaign.rounds import recorded_seed
 
 from conftest import (LIBRARIES, SNAKEFILE, SNAKEMAKE, small_campaign, snakemake, workflow_command,
                       write_campaign)
@@ -72,7 +72,7 @@ def test_tiny_campaign_end_to_end(workspace, tiny_campaign):
     assert all(b in ("0 1", "1 0") for b in ds["cpu_binding"].sel(placement="1N2P").values.ravel())
 
     # The emulated network path is slower than shared memory for small messages, for both libraries.
-    median = ds.commbench.summary()["median"].sel(kernel="pingpong.send")
+    median = ds.commlens.summary()["median"].sel(kernel="pingpong.send")
     small = median.sel(size=[1, 8])
     ratio = small.sel(placement="2N1P") / small.sel(placement="1N2P")
     assert (ratio > 1).all(), ratio.values
@@ -173,7 +173,7 @@ def test_bad_config_override_is_refused_naming_the_file_and_key(workspace, overr
 
 
 def test_the_workflow_runs_as_a_module_of_another_workflow(workspace, built, tmp_path):
-    """A workflow in a directory of its own uses commbench's rules as a Snakemake module, with the
+    """A workflow in a directory of its own uses commlens's rules as a Snakemake module, with the
     campaign in its own config and the libraries already built: the campaign's DAG, report included,
     is built from there, and its dataset is measured there."""
     user = tmp_path / "analysis"
@@ -181,15 +181,15 @@ def test_the_workflow_runs_as_a_module_of_another_workflow(workspace, built, tmp
     (user / "Snakefile").write_text(textwrap.dedent(f"""
         configfile: "config.yaml"
 
-        module commbench:
+        module commlens:
             snakefile: "{SNAKEFILE}"
-            config: config["commbench"]
+            config: config["commlens"]
 
-        use rule * from commbench as commbench_*
+        use rule * from commlens as commlens_*
     """))
     campaign = {"build_dir": str(workspace / "build"), "strict_build": ",".join(LIBRARIES),
                 **yaml.safe_load(textwrap.dedent(small_campaign("moduled")))}
-    (user / "config.yaml").write_text(json.dumps({"commbench": campaign}))
+    (user / "config.yaml").write_text(json.dumps({"commlens": campaign}))
 
     def run(*args):
         proc = subprocess.run([str(SNAKEMAKE), "--cores", "2", *args], cwd=user, capture_output=True, text=True)
@@ -197,12 +197,12 @@ def test_the_workflow_runs_as_a_module_of_another_workflow(workspace, built, tmp
         return proc.stdout
 
     planned = re.findall(r"rule (\w+):", run("--dry-run"))
-    assert sorted(set(planned)) == ["commbench_all", "commbench_collect", "commbench_report",
-                                    "commbench_run_launch"], planned
+    assert sorted(set(planned)) == ["commlens_all", "commlens_collect", "commlens_report",
+                                    "commlens_run_launch"], planned
     run("results/moduled/moduled.nc")
     ds = open_campaign(user / "results" / "moduled" / "moduled.nc")
     assert (ds["status"] == "ok").all() and ds.sizes["launch"] == 1
-    assert ds.attrs["campaign_file"] == "the config of module commbench"
+    assert ds.attrs["campaign_file"] == "the config of module commlens"
 
 
 HANG = """
@@ -244,7 +244,7 @@ def test_a_launch_log_shows_each_size_as_it_is_measured(workspace, built):
 
 def test_the_workflow_reads_its_script_rules_without_building_the_iri_grammar(workspace):
     """Snakemake imports jsonschema while it builds the DAG; the workflow has it imported first without
-    rfc3987-syntax's grammar (commbench.lean_imports), which cost every run of the workflow 2.4 s. The
+    rfc3987-syntax's grammar (commlens.lean_imports), which cost every run of the workflow 2.4 s. The
     package stays installed and importable for whatever validates IRIs."""
     campaign = write_campaign(workspace / "config" / "campaigns", small_campaign("lean"), "lean.yaml")
     run = subprocess.run([sys.executable, "-X", "importtime", *workflow_command(
@@ -254,7 +254,7 @@ def test_the_workflow_reads_its_script_rules_without_building_the_iri_grammar(wo
     imported = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
     # (The hidden package's import is tried and refused: its module that builds the grammar never runs.)
     assert {"jsonschema", "nbformat"} <= imported and "rfc3987_syntax.syntax_helpers" not in imported
-    check = subprocess.run([sys.executable, "-c", "from commbench.lean_imports import import_jsonschema; "
+    check = subprocess.run([sys.executable, "-c", "from commlens.lean_imports import import_jsonschema; "
                             "import_jsonschema(); import rfc3987_syntax"],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stderr

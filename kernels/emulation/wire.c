@@ -1,5 +1,5 @@
-/* commbench-wire: one emulated link of a virtual node, a process between the node's TAP device (its
- * eth0) and the veth that plugs it into the switch (commbench.launch.wire starts it in the node).
+/* commlens-wire: one emulated link of a virtual node, a process between the node's TAP device (its
+ * eth0) and the veth that plugs it into the switch (commlens.launch.wire starts it in the node).
  *
  * Each direction serialises every frame as a wire does: from the node, a frame leaves at the later of
  * its arrival and the previous frame's departure, plus its length over the rate, then waits the link's
@@ -11,15 +11,15 @@
  * (a virtio-net header on both sides): a TCP burst of n segments is one frame of n segments' wire bytes
  * (each segment's headers counted), which leaves when its last segment would have; what a message's
  * last byte waits is the same, at a fraction of the work per byte. Bursts are kept short (the node's
- * eth0 takes at most commbench.launch.wire.BURST_S of the link's time a frame, one segment at low
+ * eth0 takes at most commlens.launch.wire.BURST_S of the link's time a frame, one segment at low
  * rates), since the receiver acknowledges a frame only once it is whole. Its starter gives the process
- * a real-time priority where the host allows one (commbench.launch.vnodes.lifecycle), so that ranks
+ * a real-time priority where the host allows one (commlens.launch.vnodes.lifecycle), so that ranks
  * busy-polling on the same cores delay a frame by the time to wake it, not by a scheduler's time slice.
  *
  * A planted path fault (PATH arguments) gives the frames this node sends to one other node's IPv4 address
  * their own rate, delay and loss in place of the link's: the other node's wire does the same the other way.
  *
- *   commbench-wire TAP DEVICE RATE_BITS_PER_S [DELAY_S [LOSS_PERCENT [SEED [PATH...]]]]
+ *   commlens-wire TAP DEVICE RATE_BITS_PER_S [DELAY_S [LOSS_PERCENT [SEED [PATH...]]]]
  *   PATH: IPV4=RATE_BITS_PER_S:DELAY_S:LOSS_PERCENT
  *
  * It prints "ready" once TAP exists, and ends with its parent (the process that made the cluster). */
@@ -151,7 +151,7 @@ static int parse_path(const char *text, struct path *path)
 
 static void put(int out, const unsigned char *bytes, size_t len)
 {
-    if (write(out, bytes, len) < 0 && errno != EAGAIN && errno != ENOBUFS) perror("commbench-wire");
+    if (write(out, bytes, len) < 0 && errno != EAGAIN && errno != ENOBUFS) perror("commlens-wire");
 }
 
 static void send_due(struct direction *d, int64_t now)
@@ -202,7 +202,7 @@ static int open_device(const char *name)
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: commbench-wire TAP DEVICE RATE_BITS_PER_S [DELAY_S [LOSS_PERCENT [SEED [PATH...]]]]\n");
+        fprintf(stderr, "usage: commlens-wire TAP DEVICE RATE_BITS_PER_S [DELAY_S [LOSS_PERCENT [SEED [PATH...]]]]\n");
         return 2;
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -212,13 +212,13 @@ int main(int argc, char **argv)
     srand48(argc > 6 ? atol(argv[6]) : 1);
     for (int i = 7; i < argc; i++)
         if (path_count == MAX_PATHS || !parse_path(argv[i], &paths[path_count++])) {
-            fprintf(stderr, "commbench-wire: %s: not a path (IPV4=RATE_BITS_PER_S:DELAY_S:LOSS_PERCENT, at most %d)\n",
+            fprintf(stderr, "commlens-wire: %s: not a path (IPV4=RATE_BITS_PER_S:DELAY_S:LOSS_PERCENT, at most %d)\n",
                     argv[i], MAX_PATHS);
             return 2;
         }
     int tap = open_tap(argv[1]), device = open_device(argv[2]);
     if (tap < 0 || device < 0 || !(own_link.ns_per_byte > 0)) {
-        fprintf(stderr, "commbench-wire: %s: %s\n", tap < 0 ? argv[1] : device < 0 ? argv[2] : argv[3],
+        fprintf(stderr, "commlens-wire: %s: %s\n", tap < 0 ? argv[1] : device < 0 ? argv[2] : argv[3],
                 tap < 0 || device < 0 ? strerror(errno) : "not a rate");
         return 1;
     }

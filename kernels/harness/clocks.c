@@ -12,9 +12,9 @@ enum { ROUNDS = 12, PINGS = 20 };
 
 static double plant_zero;   /* this rank's clock when the synchronisation began */
 
-double cb_clock_local(const struct cb_context *ctx)
+double cl_clock_local(const struct cl_context *ctx)
 {
-    double t = cb_now(ctx->timer);
+    double t = cl_now(ctx->timer);
     if (ctx->rank == ctx->nprocs - 1 && ctx->rank > 0)
         t += ctx->params.test_clock_offset + ctx->params.test_clock_drift * (t - plant_zero);
     return t;
@@ -22,14 +22,14 @@ double cb_clock_local(const struct cb_context *ctx)
 
 /* Rank 0's side of one burst with `peer`: the exchange with the shortest round trip gives
  * (rank 0's midpoint, peer's clock minus it, half the round trip). */
-static void burst(const struct cb_context *ctx, int peer, double *g, double *offset, double *half)
+static void burst(const struct cl_context *ctx, int peer, double *g, double *offset, double *half)
 {
     double best = INFINITY;
     for (int p = 0; p < PINGS; p++) {
-        double remote, t1 = cb_clock_local(ctx);
+        double remote, t1 = cl_clock_local(ctx);
         MPI_Send(NULL, 0, MPI_BYTE, peer, 11, ctx->comm);
         MPI_Recv(&remote, 1, MPI_DOUBLE, peer, 11, ctx->comm, MPI_STATUS_IGNORE);
-        double t2 = cb_clock_local(ctx);
+        double t2 = cl_clock_local(ctx);
         if (t2 - t1 < best) {
             best = t2 - t1;
             *g = (t1 + t2) / 2;
@@ -39,11 +39,11 @@ static void burst(const struct cb_context *ctx, int peer, double *g, double *off
     *half = best / 2;
 }
 
-static void answer_burst(const struct cb_context *ctx)
+static void answer_burst(const struct cl_context *ctx)
 {
     for (int p = 0; p < PINGS; p++) {
         MPI_Recv(NULL, 0, MPI_BYTE, 0, 11, ctx->comm, MPI_STATUS_IGNORE);
-        double now = cb_clock_local(ctx);
+        double now = cl_clock_local(ctx);
         MPI_Send(&now, 1, MPI_DOUBLE, 0, 11, ctx->comm);
     }
 }
@@ -76,12 +76,12 @@ static void fit(const double *g, const double *offset, double t_ref, double out[
     out[4] = sqrt(s2 / sxx);
 }
 
-struct cb_clock_model cb_clock_sync(struct cb_context *ctx, char *info, size_t info_size)
+struct cl_clock_model cl_clock_sync(struct cl_context *ctx, char *info, size_t info_size)
 {
-    struct cb_clock_model mine = {0, 0, 0};
+    struct cl_clock_model mine = {0, 0, 0};
     MPI_Barrier(ctx->comm);
-    plant_zero = cb_now(ctx->timer);
-    double t_ref = cb_clock_local(ctx);
+    plant_zero = cl_now(ctx->timer);
+    double t_ref = cl_clock_local(ctx);
     MPI_Bcast(&t_ref, 1, MPI_DOUBLE, 0, ctx->comm);
     mine.t_ref = t_ref;
     /* Rank 0: the largest of each over every rank (what Methods states), and each rank's fit for as
@@ -94,7 +94,7 @@ struct cb_clock_model cb_clock_sync(struct cb_context *ctx, char *info, size_t i
         for (int k = 0; k < ROUNDS; k++) {
             if (ctx->rank == 0) {
                 burst(ctx, peer, &g[k], &offset[k], &half[k]);
-                if (k + 1 < ROUNDS) cb_spin(ctx->timer, SPACING_S);
+                if (k + 1 < ROUNDS) cl_spin(ctx->timer, SPACING_S);
             } else if (ctx->rank == peer) {
                 answer_burst(ctx);
             }

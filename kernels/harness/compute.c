@@ -5,11 +5,11 @@
 
 #include "harness.h"
 
-double cb_compute_unit_s_before_mpi = NAN;
+double cl_compute_unit_s_before_mpi = NAN;
 
 static volatile double sink;
 
-__attribute__((noinline)) void cb_compute(long units)
+__attribute__((noinline)) void cl_compute(long units)
 {
     double x = sink;
     for (long u = 0; u < units; u++)
@@ -25,21 +25,21 @@ static int by_value(const void *a, const void *b)
 
 /* Seconds per unit: units doubled until one run takes 10 ms, then the median of five such runs (the
  * median, not the fastest: the rate a computation gets over time, interruptions included). */
-double cb_compute_unit_s(enum cb_timer timer)
+double cl_compute_unit_s(enum cl_timer timer)
 {
     long units = 1000;
-    double t0 = cb_now(timer);
-    cb_compute(units);
-    while (cb_now(timer) - t0 < 0.01) {
+    double t0 = cl_now(timer);
+    cl_compute(units);
+    while (cl_now(timer) - t0 < 0.01) {
         units *= 2;
-        t0 = cb_now(timer);
-        cb_compute(units);
+        t0 = cl_now(timer);
+        cl_compute(units);
     }
     double runs[5];
     for (int i = 0; i < 5; i++) {
-        t0 = cb_now(timer);
-        cb_compute(units);
-        runs[i] = (cb_now(timer) - t0) / (double)units;
+        t0 = cl_now(timer);
+        cl_compute(units);
+        runs[i] = (cl_now(timer) - t0) / (double)units;
     }
     qsort(runs, 5, sizeof runs[0], by_value);
     return runs[2];

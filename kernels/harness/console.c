@@ -29,14 +29,14 @@ static double quantile(const double *sorted, int n, double q)
     return sorted[below] + (position - below) * (sorted[below + 1] - sorted[below]);
 }
 
-static struct row summarise(const struct cb_point *p, enum cb_timing timing)
+static struct row summarise(const struct cl_point *p, enum cl_timing timing)
 {
     struct row r = {NAN, NAN, NAN};
     double *sorted = p->n ? malloc((size_t)p->n * sizeof *sorted) : NULL;
     if (!sorted) return r;
     memcpy(sorted, p->samples, (size_t)p->n * sizeof *sorted);
     qsort(sorted, (size_t)p->n, sizeof *sorted, compare_doubles);
-    r.centre = timing == CB_TIMING_OSU ? p->mean : quantile(sorted, p->n, 0.5);
+    r.centre = timing == CL_TIMING_OSU ? p->mean : quantile(sorted, p->n, 0.5);
     r.fastest = sorted[0];
     r.p99 = quantile(sorted, p->n, 0.99);
     free(sorted);
@@ -44,9 +44,9 @@ static struct row summarise(const struct cb_point *p, enum cb_timing timing)
 }
 
 /* A time in us, or the bandwidth it gives in MB/s. */
-static double shown(const struct cb_console *c, size_t size, double seconds)
+static double shown(const struct cl_console *c, size_t size, double seconds)
 {
-    return c->bandwidth ? cb_bytes_moved(c->kernel, size, c->nprocs) / seconds / 1e6 : seconds * 1e6;
+    return c->bandwidth ? cl_bytes_moved(c->kernel, size, c->nprocs) / seconds / 1e6 : seconds * 1e6;
 }
 
 /* The library's version string up to its first line's first comma, blanks squeezed ("MPICH Version: 5.0.2"). */
@@ -62,26 +62,26 @@ static void library_name(char *out, size_t len)
     out[used] = '\0';
 }
 
-void cb_console_begin(struct cb_console *c, const struct cb_options *o, const struct cb_kernel *kernel,
-                      const struct cb_context *ctx)
+void cl_console_begin(struct cl_console *c, const struct cl_options *o, const struct cl_kernel *kernel,
+                      const struct cl_context *ctx)
 {
-    *c = (struct cb_console){.table = o->output || o->json ? NULL : stdout, .progress = stderr, .kernel = kernel,
-                             .bandwidth = cb_reads_as_bandwidth(kernel, o->params.window), .nprocs = ctx->nprocs,
+    *c = (struct cl_console){.table = o->output || o->json ? NULL : stdout, .progress = stderr, .kernel = kernel,
+                             .bandwidth = cl_reads_as_bandwidth(kernel, o->params.window), .nprocs = ctx->nprocs,
                              .timing = o->timing, .integrity = o->integrity};
     if (ctx->rank != 0 || !c->table) return;
     char library[128];
     library_name(library, sizeof library);
-    fprintf(c->table, "# commbench-kernels %s: %s\n# %s, %d ranks\n", kernel->name, kernel->metric, library, ctx->nprocs);
-    if (o->timing == CB_TIMING_OSU) {
+    fprintf(c->table, "# commlens-kernels %s: %s\n# %s, %d ranks\n", kernel->name, kernel->metric, library, ctx->nprocs);
+    if (o->timing == CL_TIMING_OSU) {
         long small[2], large[2];
-        enum cb_osu_kind kind = cb_osu_kind(kernel, &o->params);
-        cb_osu_counts(o, kind, 1, &small[0], &small[1]);
-        cb_osu_counts(o, kind, CB_OSU_LARGE_MESSAGE_SIZE + 1, &large[0], &large[1]);
+        enum cl_osu_kind kind = cl_osu_kind(kernel, &o->params);
+        cl_osu_counts(o, kind, 1, &small[0], &small[1]);
+        cl_osu_counts(o, kind, CL_OSU_LARGE_MESSAGE_SIZE + 1, &large[0], &large[1]);
         fprintf(c->table, "# timing: osu: %ld iterations after %ld warm-up (above 8 KiB: %ld after %ld), each timed "
                           "on its own; the mean, as OSU reports\n", small[0], small[1], large[0], large[1]);
     } else if (o->iterations) {
         long per_batch;
-        int batches = cb_fixed_batches(o, &per_batch);
+        int batches = cl_fixed_batches(o, &per_batch);
         fprintf(c->table, "# timing: precision: the median of %d timed batches of %ld iterations (-i %ld in "
                           "--min-samples batches; --osu: OSU's mean of single iterations)\n",
                 batches, per_batch, o->iterations);
@@ -90,7 +90,7 @@ void cb_console_begin(struct cb_console *c, const struct cb_options *o, const st
                           "standard error is at most %g%% (--osu: OSU's mean of single iterations)\n",
                 100 * o->rse_target);
     }
-    const char *centre = o->timing == CB_TIMING_OSU ? "mean" : "median";
+    const char *centre = o->timing == CL_TIMING_OSU ? "mean" : "median";
     char headings[3][32];
     if (c->bandwidth) {
         fputs("# MB/s = 1e6 B/s; best: from the fastest sample; P99: from the 99th-percentile time\n", c->table);
@@ -107,7 +107,7 @@ void cb_console_begin(struct cb_console *c, const struct cb_options *o, const st
     fflush(c->table);
 }
 
-void cb_console_point(const struct cb_console *c, const struct cb_point *p)
+void cl_console_point(const struct cl_console *c, const struct cl_point *p)
 {
     struct row r = summarise(p, c->timing);
     char settled[32];
@@ -122,11 +122,11 @@ void cb_console_point(const struct cb_console *c, const struct cb_point *p)
         fflush(c->table);
         return;
     }
-    const char *unit = c->bandwidth ? "MB/s" : "us", *centre = c->timing == CB_TIMING_OSU ? "mean" : "median";
+    const char *unit = c->bandwidth ? "MB/s" : "us", *centre = c->timing == CL_TIMING_OSU ? "mean" : "median";
     fprintf(c->progress, "%s %zu B: %s %.2f %s, %s %.2f %s, P99 %.2f %s; ", c->kernel->name, p->size, centre,
             shown(c, p->size, r.centre), unit, c->bandwidth ? "best" : "min", shown(c, p->size, r.fastest), unit,
             shown(c, p->size, r.p99), unit);
-    if (c->timing == CB_TIMING_OSU) fprintf(c->progress, "%d iterations timed one by one", p->n);
+    if (c->timing == CL_TIMING_OSU) fprintf(c->progress, "%d iterations timed one by one", p->n);
     else fprintf(c->progress, "%d samples of %ld iteration%s", p->n, p->iterations, p->iterations == 1 ? "" : "s");
     fprintf(c->progress, ", settled: %s%s\n", settled, p->errors ? ", INTEGRITY ERRORS" : "");
 }

@@ -1,7 +1,7 @@
-/* commbench harness: the one place that owns timing, sizes, repetitions, buffers
+/* commlens harness: the one place that owns timing, sizes, repetitions, buffers
  * and output records.  A kernel owns only its communication pattern. */
-#ifndef COMMBENCH_HARNESS_H
-#define COMMBENCH_HARNESS_H
+#ifndef COMMLENS_HARNESS_H
+#define COMMLENS_HARNESS_H
 
 #include <mpi.h>
 #include <stddef.h>
@@ -12,17 +12,17 @@
 #include "options.h"
 #include "stopping.h"
 
-#define CB_RECORD_SCHEMA 1
+#define CL_RECORD_SCHEMA 1
 
 /* What a kernel sees. */
-struct cb_context {
+struct cl_context {
     MPI_Comm comm;
     int rank;
     int nprocs;
     MPI_Datatype datatype; /* MPI_BYTE, MPI_INT or MPI_DOUBLE: sizes stay in bytes */
     size_t type_size;
-    struct cb_buffer send, recv;
-    struct cb_params params;
+    struct cl_buffer send, recv;
+    struct cl_params params;
     int slots_per_iteration; /* message buffers one iteration uses (the kernel's slots) */
     int cache_rotate;        /* --cache rotate: buffers cycle through more slots than a kernel uses */
     int integrity;         /* fill and check every message, counting errors */
@@ -30,7 +30,7 @@ struct cb_context {
     long errors;
     long iteration_base;   /* added to a batch's own iteration numbers in integrity patterns (--osu) */
     void *state;           /* a kernel's own, from setup to teardown */
-    int timer;             /* the enum cb_timer in use, for kernels that time themselves */
+    int timer;             /* the enum cl_timer in use, for kernels that time themselves */
     /* A kernel that times itself returns 0 from run() and leaves here, on rank 0, the
      * metric for the batch and, where it has one, an overhead measured the same way
      * that the analysis may subtract (recorded per point as subtracted_s). */
@@ -51,67 +51,67 @@ struct cb_context {
 };
 
 /* Message buffer number k (iteration i, message j of `slots` per iteration: k = i * slots + j). */
-static inline unsigned char *cb_message(const struct cb_buffer *b, long k)
+static inline unsigned char *cl_message(const struct cl_buffer *b, long k)
 {
     unsigned char *first = b->base + b->align;
     return b->slots > 1 ? first + (size_t)((b->cursor + k) % b->slots) * b->stride : first;
 }
 
 /* Node of a rank when `nodes` nodes hold the ranks in blocks (how mpiexec and Slurm place them). */
-static inline int cb_node_of(const struct cb_context *ctx, int rank)
+static inline int cl_node_of(const struct cl_context *ctx, int rank)
 {
     int nodes = ctx->params.nodes > 0 ? ctx->params.nodes : 1;
     int per_node = (ctx->nprocs + nodes - 1) / nodes;
     return rank / per_node;
 }
 
-static inline int cb_count(const struct cb_context *ctx, size_t size)
+static inline int cl_count(const struct cl_context *ctx, size_t size)
 {
     return (int)(size / ctx->type_size);
 }
 
 /* Integrity mode: the pattern of byte j depends on the iteration and the leg of
  * the pattern, so a stale or misplaced message is caught too. */
-static inline unsigned char cb_pattern(size_t j, long iteration, int leg)
+static inline unsigned char cl_pattern(size_t j, long iteration, int leg)
 {
     return (unsigned char)(j * 131u + (size_t)iteration * 7u + (size_t)leg * 101u + 1u);
 }
 
-void cb_fill_checked(struct cb_context *ctx, unsigned char *msg, size_t size, long iteration, int leg);
-void cb_check_received(struct cb_context *ctx, const unsigned char *msg, size_t size, long iteration, int leg);
+void cl_fill_checked(struct cl_context *ctx, unsigned char *msg, size_t size, long iteration, int leg);
+void cl_check_received(struct cl_context *ctx, const unsigned char *msg, size_t size, long iteration, int leg);
 
 /* No-ops unless integrity mode is on. */
-static inline void cb_fill(struct cb_context *ctx, unsigned char *msg, size_t size, long iteration, int leg)
+static inline void cl_fill(struct cl_context *ctx, unsigned char *msg, size_t size, long iteration, int leg)
 {
-    if (ctx->integrity) cb_fill_checked(ctx, msg, size, iteration, leg);
+    if (ctx->integrity) cl_fill_checked(ctx, msg, size, iteration, leg);
 }
 
-static inline void cb_check(struct cb_context *ctx, const unsigned char *msg, size_t size, long iteration, int leg)
+static inline void cl_check(struct cl_context *ctx, const unsigned char *msg, size_t size, long iteration, int leg)
 {
-    if (ctx->integrity) cb_check_received(ctx, msg, size, iteration, leg);
+    if (ctx->integrity) cl_check_received(ctx, msg, size, iteration, leg);
 }
 
-double cb_now(enum cb_timer timer);
+double cl_now(enum cl_timer timer);
 
 /* yielding.c: waiting that leaves the core to others, for kernels whose ranks may outnumber cores (eight
  * virtual nodes on two) and share them with the processes that carry virtual nodes' links: a rank
  * spinning in MPI would keep the one being timed waiting until the scheduler takes the core from it. */
-void cb_polite_barrier(MPI_Comm comm);                       /* sleeps 20 us between polls */
-void cb_yielding_waitall(int count, MPI_Request *requests);  /* sched_yield between polls */
-void cb_yielding_recv(void *buffer, int count, int peer, int tag, MPI_Comm comm);   /* bytes */
+void cl_polite_barrier(MPI_Comm comm);                       /* sleeps 20 us between polls */
+void cl_yielding_waitall(int count, MPI_Request *requests);  /* sched_yield between polls */
+void cl_yielding_recv(void *buffer, int count, int peer, int tag, MPI_Comm comm);   /* bytes */
 
 /* compute.c: computation for kernels that compute between their calls (the catalogue's `computes`). */
-void cb_compute(long units);
-/* Seconds per unit of cb_compute, the median of five runs of 10 ms at least. */
-double cb_compute_unit_s(enum cb_timer timer);
-/* The same, timed by commbench-kernels before MPI started (no library thread running yet) for a kernel
- * that computes; NaN where MPI was up first (libcommbench-kernels.so under mpi4py). */
-extern double cb_compute_unit_s_before_mpi;
-void cb_spin(enum cb_timer timer, double seconds);
-const char *cb_timer_name(enum cb_timer timer);
+void cl_compute(long units);
+/* Seconds per unit of cl_compute, the median of five runs of 10 ms at least. */
+double cl_compute_unit_s(enum cl_timer timer);
+/* The same, timed by commlens-kernels before MPI started (no library thread running yet) for a kernel
+ * that computes; NaN where MPI was up first (libcommlens-kernels.so under mpi4py). */
+extern double cl_compute_unit_s_before_mpi;
+void cl_spin(enum cl_timer timer, double seconds);
+const char *cl_timer_name(enum cl_timer timer);
 
 /* One size's measurement, as its point record says it (rank 0). */
-struct cb_point {
+struct cl_point {
     size_t size;
     long iterations;   /* per sample */
     int n;             /* samples */
@@ -126,43 +126,43 @@ struct cb_point {
 };
 
 /* measure.c: the default timing, to a precision target */
-double cb_timer_resolution(enum cb_timer timer);
-double cb_harness_overhead(const struct cb_kernel *kernel, struct cb_context *ctx, enum cb_timer timer);
+double cl_timer_resolution(enum cl_timer timer);
+double cl_harness_overhead(const struct cl_kernel *kernel, struct cl_context *ctx, enum cl_timer timer);
 /* `iterations` of the kernel, no barrier first; rank 0's elapsed time (0 on the others), *units set to
  * how many units of the kernel's metric one iteration holds. Collective. */
-double cb_run_batch(const struct cb_kernel *kernel, struct cb_context *ctx, size_t size, long iterations,
-                    enum cb_timer timer, double *units);
+double cl_run_batch(const struct cl_kernel *kernel, struct cl_context *ctx, size_t size, long iterations,
+                    enum cl_timer timer, double *units);
 /* With -i N: the batches (samples) of a size, and *per_batch their iterations: N in --min-samples batches. */
-int cb_fixed_batches(const struct cb_options *o, long *per_batch);
-void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel, struct cb_context *ctx,
-                     size_t size, double min_sample_time, double *samples, struct cb_point *point);
+int cl_fixed_batches(const struct cl_options *o, long *per_batch);
+void cl_measure_size(const struct cl_options *o, const struct cl_kernel *kernel, struct cl_context *ctx,
+                     size_t size, double min_sample_time, double *samples, struct cl_point *point);
 /* After a sample of `iterations`: the ranks' pair times summed on rank 0 into sample `n`'s matrix, per
  * iteration (a no-op for a kernel that times no pairs). Collective. */
-void cb_keep_pair_times(struct cb_context *ctx, long iterations, int n);
+void cl_keep_pair_times(struct cl_context *ctx, long iterations, int n);
 /* The point record of samples taken (rank 0), with every rank's integrity errors. Collective. */
-void cb_finish_point(struct cb_context *ctx, const struct cb_stopping_rule *rule, const struct cb_running *running,
-                     size_t size, long iterations, const double *samples, double subtracted, struct cb_point *point);
+void cl_finish_point(struct cl_context *ctx, const struct cl_stopping_rule *rule, const struct cl_running *running,
+                     size_t size, long iterations, const double *samples, double subtracted, struct cl_point *point);
 
 /* osu.c: --osu, OSU's fixed iterations, each timed on its own */
-enum cb_osu_kind { CB_OSU_LATENCY, CB_OSU_BANDWIDTH, CB_OSU_COLLECTIVE };
-#define CB_OSU_LARGE_MESSAGE_SIZE 8192   /* OSU's defaults change above this size (LARGE_MESSAGE_SIZE) */
+enum cl_osu_kind { CL_OSU_LATENCY, CL_OSU_BANDWIDTH, CL_OSU_COLLECTIVE };
+#define CL_OSU_LARGE_MESSAGE_SIZE 8192   /* OSU's defaults change above this size (LARGE_MESSAGE_SIZE) */
 /* Which of OSU's defaults a kernel takes: a stream's (a window of more than one message), a collective's,
  * or a latency test's. */
-enum cb_osu_kind cb_osu_kind(const struct cb_kernel *kernel, const struct cb_params *params);
+enum cl_osu_kind cl_osu_kind(const struct cl_kernel *kernel, const struct cl_params *params);
 /* Timed and warm-up iterations for messages of `size`: -i and -x, or OSU's defaults. */
-void cb_osu_counts(const struct cb_options *o, enum cb_osu_kind kind, size_t size, long *iterations, long *warmup);
-/* `samples` has room for the iterations (cb_osu_counts). Collective; `point` filled on rank 0. */
-void cb_measure_size_osu(const struct cb_options *o, const struct cb_kernel *kernel, struct cb_context *ctx,
-                         size_t size, double *samples, struct cb_point *point);
+void cl_osu_counts(const struct cl_options *o, enum cl_osu_kind kind, size_t size, long *iterations, long *warmup);
+/* `samples` has room for the iterations (cl_osu_counts). Collective; `point` filled on rank 0. */
+void cl_measure_size_osu(const struct cl_options *o, const struct cl_kernel *kernel, struct cl_context *ctx,
+                         size_t size, double *samples, struct cl_point *point);
 
 /* main.c: prints what a command line that measures nothing asks for (--help, --list, --describe). */
-void cb_answer(enum cb_action action);
+void cl_answer(enum cl_action action);
 
 /* records.c; the run record is collective (it gathers every rank's host and binding). */
-void cb_write_run_record(FILE *out, const struct cb_options *o, const struct cb_kernel *kernel,
-                         const struct cb_context *ctx, double resolution, double overhead,
+void cl_write_run_record(FILE *out, const struct cl_options *o, const struct cl_kernel *kernel,
+                         const struct cl_context *ctx, double resolution, double overhead,
                          const size_t *sizes, size_t nsizes, size_t buffer_bytes);
-void cb_write_point_record(FILE *out, const struct cb_point *p, int integrity);
-void cb_write_end_record(FILE *out, size_t points, double elapsed_s);
+void cl_write_point_record(FILE *out, const struct cl_point *p, int integrity);
+void cl_write_end_record(FILE *out, size_t points, double elapsed_s);
 
 #endif

@@ -3,7 +3,7 @@
 
 /* Writes `text` as a JSON string literal: library version strings carry
  * newlines and tabs, host names may carry anything. */
-void cb_json_string(FILE *out, const char *text)
+void cl_json_string(FILE *out, const char *text)
 {
     fputc('"', out);
     for (const unsigned char *p = (const unsigned char *)text; *p; p++) {

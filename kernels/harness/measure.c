@@ -15,15 +15,15 @@
 #define SHORT_SAMPLE 0.5
 /* --test-slow-batches: what a slowed batch is read to have taken more, about a scheduler's time slice when
  * the core is shared. */
-#define CB_SLOW_BATCH_S 2e-3
+#define CL_SLOW_BATCH_S 2e-3
 
 /* Smallest nonzero step the timer shows. */
-double cb_timer_resolution(enum cb_timer timer)
+double cl_timer_resolution(enum cl_timer timer)
 {
     double best = INFINITY;
     for (int i = 0; i < 1000; i++) {
-        double t0 = cb_now(timer), t1;
-        while ((t1 = cb_now(timer)) == t0) {}
+        double t0 = cl_now(timer), t1;
+        while ((t1 = cl_now(timer)) == t0) {}
         if (t1 - t0 < best) best = t1 - t0;
     }
     return best;
@@ -39,39 +39,39 @@ static int compare_doubles(const void *a, const void *b)
  * Fewer when barriers are slow (ranks oversubscribed on cores take milliseconds each): past
  * a time budget rank 0 stops, between batches and for every rank, so all call the same
  * number of barriers. */
-double cb_harness_overhead(const struct cb_kernel *kernel, struct cb_context *ctx, enum cb_timer timer)
+double cl_harness_overhead(const struct cl_kernel *kernel, struct cl_context *ctx, enum cl_timer timer)
 {
     enum { N = 1001, BATCH = 25 };
     const double budget_s = 0.2;
     static double t[N];
-    double since = cb_now(timer);
+    double since = cl_now(timer);
     int n = 0, more = 1;
     while (more) {
         for (int j = 0; j < BATCH && n < N; j++, n++) {
             MPI_Barrier(ctx->comm);
-            double t0 = cb_now(timer);
+            double t0 = cl_now(timer);
             (void)kernel->run(ctx, 0, 0);
-            t[n] = cb_now(timer) - t0;
+            t[n] = cl_now(timer) - t0;
         }
-        more = n < N && cb_now(timer) - since < budget_s;
+        more = n < N && cl_now(timer) - since < budget_s;
         MPI_Bcast(&more, 1, MPI_INT, 0, ctx->comm);
     }
     qsort(t, (size_t)n, sizeof t[0], compare_doubles);
     return t[n / 2];
 }
 
-double cb_run_batch(const struct cb_kernel *kernel, struct cb_context *ctx, size_t size, long iterations,
-                    enum cb_timer timer, double *units)
+double cl_run_batch(const struct cl_kernel *kernel, struct cl_context *ctx, size_t size, long iterations,
+                    enum cl_timer timer, double *units)
 {
     /* Only rank 0 reads the clock, as OSU's loops do: the others' timer calls would sit in its round trips. */
     ctx->exit_skew = NAN;   /* before the clock starts: nothing but the kernel is timed */
     if (ctx->pair_times) memset(ctx->pair_times, 0, (size_t)ctx->nprocs * (size_t)ctx->nprocs * sizeof *ctx->pair_times);
-    double t0 = ctx->rank == 0 ? cb_now(timer) : 0;
+    double t0 = ctx->rank == 0 ? cl_now(timer) : 0;
     double per_iteration = kernel->run(ctx, size, iterations);
-    double elapsed = ctx->rank == 0 ? cb_now(timer) - t0 : 0;
+    double elapsed = ctx->rank == 0 ? cl_now(timer) - t0 : 0;
     if (ctx->rank == 0 && ctx->slow_batches_left > 0) {   /* read after the clock: nothing else is timed */
         ctx->slow_batches_left--;
-        elapsed += CB_SLOW_BATCH_S;
+        elapsed += CL_SLOW_BATCH_S;
     }
     if (units) *units = per_iteration;
     /* Every rank ran the same iterations, so every rank's cursors stay in step. */
@@ -81,17 +81,17 @@ double cb_run_batch(const struct cb_kernel *kernel, struct cb_context *ctx, size
 }
 
 /* A sample: a barrier, then a batch. */
-static double timed_batch(const struct cb_kernel *kernel, struct cb_context *ctx,
-                          size_t size, long iterations, enum cb_timer timer, double *units)
+static double timed_batch(const struct cl_kernel *kernel, struct cl_context *ctx,
+                          size_t size, long iterations, enum cl_timer timer, double *units)
 {
     MPI_Barrier(ctx->comm);
-    return cb_run_batch(kernel, ctx, size, iterations, timer, units);
+    return cl_run_batch(kernel, ctx, size, iterations, timer, units);
 }
 
 /* How long a batch of `n` iterations lasted, as the calibration reads it: a kernel that times itself
  * (units 0) may spend more around its timed part (starting threads, measuring acknowledgements), so what
  * it timed. */
-static double batch_seconds(const struct cb_context *ctx, double elapsed, double units, long n)
+static double batch_seconds(const struct cl_context *ctx, double elapsed, double units, long n)
 {
     return units > 0 ? elapsed : ctx->measured * (double)n;
 }
@@ -110,8 +110,8 @@ static long iterations_for(double target, long n, double lasted, double growth)
  * must not leave later samples short, and the rate comes from CALIBRATION_BATCHES batches at least
  * (two slow ones alone would settle on a single iteration). Two batches in a row must reach the target:
  * a first batch that is slow only because it ran cold would otherwise leave every later sample too short. */
-static long calibrate(const struct cb_kernel *kernel, struct cb_context *ctx,
-                      size_t size, double target, enum cb_timer timer)
+static long calibrate(const struct cl_kernel *kernel, struct cl_context *ctx,
+                      size_t size, double target, enum cl_timer timer)
 {
     enum { CALIBRATION_BATCHES = 5 };
     long decision[2] = {1, 0}; /* iterations, done */
@@ -138,7 +138,7 @@ static long calibrate(const struct cb_kernel *kernel, struct cb_context *ctx,
     return decision[0];
 }
 
-int cb_fixed_batches(const struct cb_options *o, long *per_batch)
+int cl_fixed_batches(const struct cl_options *o, long *per_batch)
 {
     *per_batch = o->iterations >= o->min_samples ? o->iterations / o->min_samples : 1;
     long batches = o->iterations / *per_batch;
@@ -150,8 +150,8 @@ int cb_fixed_batches(const struct cb_options *o, long *per_batch)
  * iterations in --min-samples batches (fewer samples where N is smaller, then the point is not settled),
  * within the same time cap. Collective; `point` is filled on rank 0, its samples in `samples` (room for
  * --max-samples). */
-void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel, struct cb_context *ctx,
-                     size_t size, double min_sample_time, double *samples, struct cb_point *point)
+void cl_measure_size(const struct cl_options *o, const struct cl_kernel *kernel, struct cl_context *ctx,
+                     size_t size, double min_sample_time, double *samples, struct cl_point *point)
 {
     ctx->errors = 0;
     ctx->iteration_base = 0;
@@ -159,11 +159,11 @@ void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel,
     if (o->warmup) timed_batch(kernel, ctx, size, o->warmup, o->timer, NULL);
     long iterations;
     int planned = 0;   /* with -i, the batches; else the stopping rule says when */
-    if (o->iterations) planned = cb_fixed_batches(o, &iterations);
+    if (o->iterations) planned = cl_fixed_batches(o, &iterations);
     else iterations = calibrate(kernel, ctx, size, min_sample_time, o->timer);
-    struct cb_stopping_rule rule = {o->rse_target, o->min_samples, o->max_samples, o->max_point_time_s};
-    struct cb_running running = {0};
-    double started = cb_now(o->timer), subtracted = 0;
+    struct cl_stopping_rule rule = {o->rse_target, o->min_samples, o->max_samples, o->max_point_time_s};
+    struct cl_running running = {0};
+    double started = cl_now(o->timer), subtracted = 0;
     int short_dropped = 0;
     long next[2] = {1, iterations};   /* (rank 0's word) whether to take another sample, and its iterations */
     while (next[0]) {
@@ -174,29 +174,29 @@ void cb_measure_size(const struct cb_options *o, const struct cb_kernel *kernel,
             subtracted += units > 0 ? 0 : ctx->subtracted;
             ctx->exit_skews[running.n] = ctx->exit_skew;
         }
-        cb_keep_pair_times(ctx, iterations, running.n);
+        cl_keep_pair_times(ctx, iterations, running.n);
         if (ctx->rank == 0) {
-            double spent = cb_now(o->timer) - started;
+            double spent = cl_now(o->timer) - started;
             double lasted = batch_seconds(ctx, elapsed, units, iterations);
             if (!o->iterations && lasted < SHORT_SAMPLE * min_sample_time && iterations < MAX_ITERATIONS_PER_SAMPLE
                 && spent < o->max_point_time_s) {
                 next[1] = iterations_for(min_sample_time, iterations, lasted, 1000);
                 short_dropped += running.n + 1;
-                running = (struct cb_running){0};
+                running = (struct cl_running){0};
                 subtracted = 0;
             } else {
-                cb_running_add(&running, samples[running.n]);
+                cl_running_add(&running, samples[running.n]);
                 next[0] = o->iterations ? running.n < planned && spent < o->max_point_time_s
-                                        : !cb_sampling_done(&running, &rule, spent);
+                                        : !cl_sampling_done(&running, &rule, spent);
             }
         }
         MPI_Bcast(next, 2, MPI_LONG, 0, ctx->comm);
     }
-    cb_finish_point(ctx, &rule, &running, size, iterations, samples, subtracted, point);
+    cl_finish_point(ctx, &rule, &running, size, iterations, samples, subtracted, point);
     point->short_dropped = short_dropped;
 }
 
-void cb_keep_pair_times(struct cb_context *ctx, long iterations, int n)
+void cl_keep_pair_times(struct cl_context *ctx, long iterations, int n)
 {
     if (!ctx->pair_times) return;
     size_t cells = (size_t)ctx->nprocs * (size_t)ctx->nprocs;
@@ -205,15 +205,15 @@ void cb_keep_pair_times(struct cb_context *ctx, long iterations, int n)
     for (size_t i = 0; kept && i < cells; i++) kept[i] /= (double)iterations;
 }
 
-void cb_finish_point(struct cb_context *ctx, const struct cb_stopping_rule *rule, const struct cb_running *running,
-                     size_t size, long iterations, const double *samples, double subtracted, struct cb_point *point)
+void cl_finish_point(struct cl_context *ctx, const struct cl_stopping_rule *rule, const struct cl_running *running,
+                     size_t size, long iterations, const double *samples, double subtracted, struct cl_point *point)
 {
     long errors = 0;
     MPI_Reduce(&ctx->errors, &errors, 1, MPI_LONG, MPI_SUM, 0, ctx->comm);
     int skews = 0;   /* a kernel gives an exit skew for every sample of a size or for none */
     for (int i = 0; ctx->rank == 0 && i < running->n; i++) skews |= isfinite(ctx->exit_skews[i]);
-    *point = (struct cb_point){.size = size, .iterations = iterations, .n = running->n, .samples = samples,
-                               .settled = cb_running_settled(running, rule), .rse = cb_running_rse(running),
+    *point = (struct cl_point){.size = size, .iterations = iterations, .n = running->n, .samples = samples,
+                               .settled = cl_running_settled(running, rule), .rse = cl_running_rse(running),
                                .mean = running->mean, .subtracted = running->n ? subtracted / running->n : 0,
                                .errors = errors, .exit_skews = skews ? ctx->exit_skews : NULL,
                                .pair_samples = ctx->pair_times ? ctx->pair_samples : NULL, .nprocs = ctx->nprocs};

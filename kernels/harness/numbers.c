@@ -16,7 +16,7 @@ static const char *skip_blanks(const char *p)
 }
 
 /* Decimal digits only (strtoull would take a sign, a base prefix or leading blanks). */
-static enum cb_number_problem digits(const char **p, unsigned long long *value)
+static enum cl_number_problem digits(const char **p, unsigned long long *value)
 {
     const char *start = *p;
     unsigned long long v = 0;
@@ -26,12 +26,12 @@ static enum cb_number_problem digits(const char **p, unsigned long long *value)
         if (v > (ULLONG_MAX - digit) / 10) too_large = 1;
         else v = v * 10 + digit;
     }
-    if (*p == start) return CB_NUMBER_MALFORMED;
+    if (*p == start) return CL_NUMBER_MALFORMED;
     *value = v;
-    return too_large ? CB_NUMBER_OUT_OF_RANGE : CB_NUMBER_OK;
+    return too_large ? CL_NUMBER_OUT_OF_RANGE : CL_NUMBER_OK;
 }
 
-enum cb_number_problem cb_parse_size(const char *text, size_t *value)
+enum cl_number_problem cl_parse_size(const char *text, size_t *value)
 {
     /* Binary, as OSU, IMB and NetPIPE label message sizes (4M is 4194304 B); the same as a campaign file. */
     static const struct { const char *name; unsigned long long factor; } suffixes[] = {
@@ -40,8 +40,8 @@ enum cb_number_problem cb_parse_size(const char *text, size_t *value)
     };
     const char *p = skip_blanks(text);
     unsigned long long number;
-    enum cb_number_problem problem = digits(&p, &number);
-    if (problem == CB_NUMBER_MALFORMED) return problem;
+    enum cl_number_problem problem = digits(&p, &number);
+    if (problem == CL_NUMBER_MALFORMED) return problem;
     p = skip_blanks(p);
     unsigned long long factor = 1;
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
@@ -52,37 +52,37 @@ enum cb_number_problem cb_parse_size(const char *text, size_t *value)
             break;
         }
     }
-    if (*skip_blanks(p)) return CB_NUMBER_MALFORMED;
-    if (problem || number > SIZE_MAX / factor) return CB_NUMBER_OUT_OF_RANGE;
+    if (*skip_blanks(p)) return CL_NUMBER_MALFORMED;
+    if (problem || number > SIZE_MAX / factor) return CL_NUMBER_OUT_OF_RANGE;
     *value = (size_t)(number * factor);
-    return CB_NUMBER_OK;
+    return CL_NUMBER_OK;
 }
 
-enum cb_number_problem cb_parse_long(const char *text, long min, long max, long *value)
+enum cl_number_problem cl_parse_long(const char *text, long min, long max, long *value)
 {
     const char *p = text;
     int negative = *p == '-';
     if (*p == '-' || *p == '+') p++;
     unsigned long long magnitude;
-    enum cb_number_problem problem = digits(&p, &magnitude);
-    if (problem == CB_NUMBER_MALFORMED || *p) return CB_NUMBER_MALFORMED;
-    if (problem || magnitude > (unsigned long long)LONG_MAX + (unsigned)negative) return CB_NUMBER_OUT_OF_RANGE;
+    enum cl_number_problem problem = digits(&p, &magnitude);
+    if (problem == CL_NUMBER_MALFORMED || *p) return CL_NUMBER_MALFORMED;
+    if (problem || magnitude > (unsigned long long)LONG_MAX + (unsigned)negative) return CL_NUMBER_OUT_OF_RANGE;
     /* -(magnitude - 1) - 1 reaches LONG_MIN without overflowing on the way */
     long v = !negative ? (long)magnitude : magnitude ? -(long)(magnitude - 1) - 1 : 0;
-    if (v < min || v > max) return CB_NUMBER_OUT_OF_RANGE;
+    if (v < min || v > max) return CL_NUMBER_OUT_OF_RANGE;
     *value = v;
-    return CB_NUMBER_OK;
+    return CL_NUMBER_OK;
 }
 
-enum cb_number_problem cb_parse_double(const char *text, double *value)
+enum cl_number_problem cl_parse_double(const char *text, double *value)
 {
     char *end;
-    if (!*text || isspace((unsigned char)*text)) return CB_NUMBER_MALFORMED;
+    if (!*text || isspace((unsigned char)*text)) return CL_NUMBER_MALFORMED;
     errno = 0;
     double v = strtod(text, &end);
-    if (*end || end == text) return CB_NUMBER_MALFORMED;
-    if (!isfinite(v)) return isnan(v) ? CB_NUMBER_MALFORMED : CB_NUMBER_OUT_OF_RANGE;
-    if (errno == ERANGE && v != 0) return CB_NUMBER_OUT_OF_RANGE;
+    if (*end || end == text) return CL_NUMBER_MALFORMED;
+    if (!isfinite(v)) return isnan(v) ? CL_NUMBER_MALFORMED : CL_NUMBER_OUT_OF_RANGE;
+    if (errno == ERANGE && v != 0) return CL_NUMBER_OUT_OF_RANGE;
     *value = v;
-    return CB_NUMBER_OK;
+    return CL_NUMBER_OK;
 }

@@ -1,22 +1,22 @@
 /* Numbers as a command line writes them, parsed strictly: the whole text must be the number, and a
  * number the target type cannot hold is refused rather than wrapped or clipped. No MPI. */
-#ifndef COMMBENCH_NUMBERS_H
-#define COMMBENCH_NUMBERS_H
+#ifndef COMMLENS_NUMBERS_H
+#define COMMLENS_NUMBERS_H
 
 #include <stddef.h>
 
-/* What went wrong with a number (CB_NUMBER_OK: nothing). */
-enum cb_number_problem { CB_NUMBER_OK, CB_NUMBER_MALFORMED, CB_NUMBER_OUT_OF_RANGE };
+/* What went wrong with a number (CL_NUMBER_OK: nothing). */
+enum cl_number_problem { CL_NUMBER_OK, CL_NUMBER_MALFORMED, CL_NUMBER_OUT_OF_RANGE };
 
-/* Sizes are written as a campaign file writes them (commbench.units.parse_size): digits, optionally
+/* Sizes are written as a campaign file writes them (commlens.units.parse_size): digits, optionally
  * followed by k (or K), M, G or Ki, Mi, Gi, all powers of 1024, with optional blanks around. */
-#define CB_SIZE_SYNTAX "bytes: digits, optionally followed by k, M, G or Ki, Mi, Gi (x1024 each)"
-enum cb_number_problem cb_parse_size(const char *text, size_t *value);
+#define CL_SIZE_SYNTAX "bytes: digits, optionally followed by k, M, G or Ki, Mi, Gi (x1024 each)"
+enum cl_number_problem cl_parse_size(const char *text, size_t *value);
 
 /* A whole number in [min, max]: optional sign, decimal digits, nothing else. */
-enum cb_number_problem cb_parse_long(const char *text, long min, long max, long *value);
+enum cl_number_problem cl_parse_long(const char *text, long min, long max, long *value);
 
 /* A finite decimal number (strtod's syntax; nan and inf refused). */
-enum cb_number_problem cb_parse_double(const char *text, double *value);
+enum cl_number_problem cl_parse_double(const char *text, double *value);
 
 #endif

@@ -1,4 +1,4 @@
-/* Parsing commbench-kernels' command line (see options.h); no MPI. */
+/* Parsing commlens-kernels' command line (see options.h); no MPI. */
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <limits.h>
@@ -85,7 +85,7 @@ static void option_name(int c, char *name, size_t len)
 }
 
 __attribute__((format(printf, 2, 3)))
-static const char *refuse(struct cb_options *o, const char *format, ...)
+static const char *refuse(struct cl_options *o, const char *format, ...)
 {
     va_list args;
     va_start(args, format);
@@ -95,20 +95,20 @@ static const char *refuse(struct cb_options *o, const char *format, ...)
 }
 
 /* A whole number of option `c` within [min, max]; NULL, or the refusal. */
-static const char *whole(struct cb_options *o, int c, const char *text, long min, long max, long *value)
+static const char *whole(struct cl_options *o, int c, const char *text, long min, long max, long *value)
 {
     char name[64];
-    switch (cb_parse_long(text, min, max, value)) {
-    case CB_NUMBER_OK: return NULL;
-    case CB_NUMBER_MALFORMED: option_name(c, name, sizeof name); return refuse(o, "%s %s: not a whole number", name, text);
-    case CB_NUMBER_OUT_OF_RANGE: break;
+    switch (cl_parse_long(text, min, max, value)) {
+    case CL_NUMBER_OK: return NULL;
+    case CL_NUMBER_MALFORMED: option_name(c, name, sizeof name); return refuse(o, "%s %s: not a whole number", name, text);
+    case CL_NUMBER_OUT_OF_RANGE: break;
     }
     option_name(c, name, sizeof name);
     if (max == LONG_MAX) return refuse(o, "%s %s: must be at least %ld", name, text, min);
     return refuse(o, "%s %s: must be from %ld to %ld", name, text, min, max);
 }
 
-static const char *whole_int(struct cb_options *o, int c, const char *text, int min, int max, int *value)
+static const char *whole_int(struct cl_options *o, int c, const char *text, int min, int max, int *value)
 {
     long v = 0;
     const char *problem = whole(o, c, text, min, max, &v);
@@ -116,14 +116,14 @@ static const char *whole_int(struct cb_options *o, int c, const char *text, int 
     return problem;
 }
 
-static const char *size_value(struct cb_options *o, int c, const char *text, size_t min, size_t max, size_t *value)
+static const char *size_value(struct cl_options *o, int c, const char *text, size_t min, size_t max, size_t *value)
 {
     char name[64];
     option_name(c, name, sizeof name);
-    switch (cb_parse_size(text, value)) {
-    case CB_NUMBER_OK: break;
-    case CB_NUMBER_MALFORMED: return refuse(o, "%s %s: not a size (%s)", name, text, CB_SIZE_SYNTAX);
-    case CB_NUMBER_OUT_OF_RANGE: return refuse(o, "%s %s: more bytes than this machine can count", name, text);
+    switch (cl_parse_size(text, value)) {
+    case CL_NUMBER_OK: break;
+    case CL_NUMBER_MALFORMED: return refuse(o, "%s %s: not a size (%s)", name, text, CL_SIZE_SYNTAX);
+    case CL_NUMBER_OUT_OF_RANGE: return refuse(o, "%s %s: more bytes than this machine can count", name, text);
     }
     if (max == SIZE_MAX && *value < min) return refuse(o, "%s %s: must be at least %zu B", name, text, min);
     if (*value < min || *value > max) return refuse(o, "%s %s: must be from %zu to %zu B", name, text, min, max);
@@ -131,18 +131,18 @@ static const char *size_value(struct cb_options *o, int c, const char *text, siz
 }
 
 /* A number of option `c` that must be above `floor` (or at least it, with `inclusive`). */
-static const char *decimal(struct cb_options *o, int c, const char *text, double floor, int inclusive, double *value)
+static const char *decimal(struct cl_options *o, int c, const char *text, double floor, int inclusive, double *value)
 {
     char name[64];
     option_name(c, name, sizeof name);
-    if (cb_parse_double(text, value) != CB_NUMBER_OK) return refuse(o, "%s %s: not a finite number", name, text);
+    if (cl_parse_double(text, value) != CL_NUMBER_OK) return refuse(o, "%s %s: not a finite number", name, text);
     if (*value < floor || (!inclusive && *value == floor))
         return refuse(o, "%s %s: must be %s %g", name, text, inclusive ? "at least" : "more than", floor);
     return NULL;
 }
 
 /* One of the `choices` (a NULL-ended list). */
-static const char *choice(struct cb_options *o, int c, const char *text, const char *const *choices, const char **value)
+static const char *choice(struct cl_options *o, int c, const char *text, const char *const *choices, const char **value)
 {
     char name[64], allowed[256] = "";
     for (const char *const *p = choices; *p; p++) {
@@ -157,7 +157,7 @@ static const char *choice(struct cb_options *o, int c, const char *text, const c
 }
 
 /* -m as OSU takes it: MAX, MIN:MAX, MIN: or :MAX. */
-static const char *size_range(struct cb_options *o, const char *text)
+static const char *size_range(struct cl_options *o, const char *text)
 {
     const char *colon = strchr(text, ':');
     char low[128] = "", high[128];
@@ -171,14 +171,14 @@ static const char *size_range(struct cb_options *o, const char *text)
     if (strchr(high, ':')) return refuse(o, "-m %s: expects MIN:MAX (one colon)", text);
     if (!*low && !*high) return refuse(o, "-m %s: expects MIN:MAX, MIN: or :MAX", text);
     if (*low) {
-        enum cb_number_problem problem = cb_parse_size(low, &o->schedule.min);
+        enum cl_number_problem problem = cl_parse_size(low, &o->schedule.min);
         if (problem) return refuse(o, "-m %s: MIN %s is %s", text, low,
-                                   problem == CB_NUMBER_MALFORMED ? "not a size (" CB_SIZE_SYNTAX ")" : "too large");
+                                   problem == CL_NUMBER_MALFORMED ? "not a size (" CL_SIZE_SYNTAX ")" : "too large");
     }
     if (*high) {
-        enum cb_number_problem problem = cb_parse_size(high, &o->schedule.max);
+        enum cl_number_problem problem = cl_parse_size(high, &o->schedule.max);
         if (problem) return refuse(o, "-m %s: MAX %s is %s", text, high,
-                                   problem == CB_NUMBER_MALFORMED ? "not a size (" CB_SIZE_SYNTAX ")" : "too large");
+                                   problem == CL_NUMBER_MALFORMED ? "not a size (" CL_SIZE_SYNTAX ")" : "too large");
     }
     if (o->schedule.min > o->schedule.max)
         return refuse(o, "-m %s: MIN (%zu) must be <= MAX (%zu)", text, o->schedule.min, o->schedule.max);
@@ -186,15 +186,15 @@ static const char *size_range(struct cb_options *o, const char *text)
 }
 
 /* --sizes A,B,...: each a size, none twice (sizes.c reads the list again the same way). */
-static const char *size_list(struct cb_options *o, const char *text)
+static const char *size_list(struct cl_options *o, const char *text)
 {
     size_t seen[4096], count = 0;
     char item[128];
     for (const char *p = text;; p++) {
         size_t len = strcspn(p, ","), value;
         snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
-        if (len >= sizeof item || cb_parse_size(item, &value) != CB_NUMBER_OK)
-            return refuse(o, "--sizes %s: %s is not a size (%s)", text, item, CB_SIZE_SYNTAX);
+        if (len >= sizeof item || cl_parse_size(item, &value) != CL_NUMBER_OK)
+            return refuse(o, "--sizes %s: %s is not a size (%s)", text, item, CL_SIZE_SYNTAX);
         for (size_t i = 0; i < count; i++)
             if (seen[i] == value) return refuse(o, "--sizes %s: %zu is in the list twice", text, value);
         if (count == sizeof seen / sizeof seen[0]) return refuse(o, "--sizes: more than %zu sizes", count);
@@ -204,10 +204,10 @@ static const char *size_list(struct cb_options *o, const char *text)
     }
 }
 
-static const char *unknown_option(struct cb_options *o, int argc, char **argv)
+static const char *unknown_option(struct cl_options *o, int argc, char **argv)
 {
     char typed[128];
-    /* OSU's own options, as commbench spells them. */
+    /* OSU's own options, as commlens spells them. */
     static const struct { char osu; const char *here; } osu_options[] = {
         {'W', "OSU's window size is --window N here"},
         {'c', "OSU's validation is --integrity here"},
@@ -236,12 +236,12 @@ static const char *unknown_option(struct cb_options *o, int argc, char **argv)
         }
     }
     if (prefixed > 1) return refuse(o, "ambiguous option %s: %s", typed, matches);
-    const char *nearest = cb_nearest(bare, names, LONG_OPTION_COUNT);
+    const char *nearest = cl_nearest(bare, names, LONG_OPTION_COUNT);
     if (nearest) return refuse(o, "unknown option %s (did you mean --%s?)", typed, nearest);
     return refuse(o, "unknown option %s (--help lists them)", typed);
 }
 
-const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum cb_action *action)
+const char *cl_parse_options(int argc, char **argv, struct cl_options *o, enum cl_action *action)
 {
     static const char *const schedules[] = {"powers", "netpipe", "small", "large", "list", NULL};
     static const char *const timers[] = {"mpi_wtime", "clock_monotonic", NULL};
@@ -255,17 +255,17 @@ const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum c
     const char *window_buffers = NULL;    /* not given: shared, or distinct with --integrity */
     const char *text, *problem = NULL;
     int list = 0;
-    *o = (struct cb_options){
+    *o = (struct cl_options){
         .schedule = {.name = "powers", .min = 1, .max = 4194304, .per_octave = 2,
                      .perturbation = 3, .step = 32},
         .warmup = 10, .rse_target = 0.01, .min_samples = 10, .max_samples = 500,
-        .max_point_time_s = 5.0, .min_sample_time_s = 1e-4, .timer = CB_TIMER_MPI_WTIME,
+        .max_point_time_s = 5.0, .min_sample_time_s = 1e-4, .timer = CL_TIMER_MPI_WTIME,
         .shuffle_seed = -1, .hang_after = -1, .cache_mode = "reuse", .datatype = "byte",
         .params = {.window = 64, .messages = 8, .pieces = 4, .partitions = 4, .sync = "fence", .halo = "blocking", .nodes = 1,
                    .scratch = NULL},
     };
     int c;
-    *action = CB_MEASURE;
+    *action = CL_MEASURE;
     opterr = 0;
     optind = 0;   /* glibc: start afresh, as a library may parse several command lines */
     /* The leading ':' tells a missing value (':') from an unknown option ('?'). */
@@ -276,10 +276,10 @@ const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum c
         case 'i': problem = whole(o, c, optarg, 1, LONG_MAX, &o->iterations); break;
         case 'o': o->output = optarg; break;
         case OPT_JSON: o->json = 1; break;
-        case OPT_OSU: o->timing = CB_TIMING_OSU; break;
+        case OPT_OSU: o->timing = CL_TIMING_OSU; break;
         case OPT_TIMING:
             if (!(problem = choice(o, c, optarg, timings, &text)))
-                o->timing = strcmp(text, "osu") == 0 ? CB_TIMING_OSU : CB_TIMING_PRECISION;
+                o->timing = strcmp(text, "osu") == 0 ? CL_TIMING_OSU : CL_TIMING_PRECISION;
             break;
         case OPT_SCHEDULE: problem = choice(o, c, optarg, schedules, &o->schedule.name); break;
         case OPT_SIZES:
@@ -300,7 +300,7 @@ const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum c
         case OPT_MIN_SAMPLE_TIME: problem = decimal(o, c, optarg, 0, 1, &o->min_sample_time_s); break;
         case OPT_TIMER:
             if (!(problem = choice(o, c, optarg, timers, &text)))
-                o->timer = strcmp(text, "clock_monotonic") == 0 ? CB_TIMER_CLOCK_MONOTONIC : CB_TIMER_MPI_WTIME;
+                o->timer = strcmp(text, "clock_monotonic") == 0 ? CL_TIMER_CLOCK_MONOTONIC : CL_TIMER_MPI_WTIME;
             break;
         case OPT_CACHE: problem = choice(o, c, optarg, caches, &o->cache_mode); break;
         case OPT_CACHE_SIZE: problem = size_value(o, c, optarg, 1, SIZE_MAX, &o->cache_bytes); break;
@@ -313,11 +313,11 @@ const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum c
         case OPT_CLOCK_DRIFT: problem = decimal(o, c, optarg, 0, 1, &o->params.test_clock_drift); break;
         case OPT_LATE_ENTRY: problem = decimal(o, c, optarg, 0, 1, &o->params.test_late_entry); break;
         case OPT_SLOW_BATCHES: problem = whole(o, c, optarg, 0, LONG_MAX, &o->params.test_slow_batches); break;
-        case OPT_WINDOW: problem = whole_int(o, c, optarg, 1, CB_MAX_WINDOW, &o->params.window); break;
+        case OPT_WINDOW: problem = whole_int(o, c, optarg, 1, CL_MAX_WINDOW, &o->params.window); break;
         case OPT_WINDOW_BUFFERS: problem = choice(o, c, optarg, sharing, &window_buffers); break;
         case OPT_MESSAGES: problem = whole_int(o, c, optarg, 1, 4096, &o->params.messages); break;
         case OPT_PIECES: problem = whole_int(o, c, optarg, 1, 4096, &o->params.pieces); break;
-        case OPT_PARTITIONS: problem = whole_int(o, c, optarg, 1, CB_MAX_PARTITIONS, &o->params.partitions); break;
+        case OPT_PARTITIONS: problem = whole_int(o, c, optarg, 1, CL_MAX_PARTITIONS, &o->params.partitions); break;
         case OPT_RMA_SYNC: problem = choice(o, c, optarg, syncs, &o->params.sync); break;
         case OPT_HALO: problem = choice(o, c, optarg, halos, &o->params.halo); break;
         case OPT_NODES: problem = whole_int(o, c, optarg, 1, INT_MAX, &o->params.nodes); break;
@@ -336,7 +336,7 @@ const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum c
         case OPT_DROP_CACHE: o->params.drop_cache = 1; break;
         case OPT_LIST: list = 1; break;
         case OPT_DESCRIBE: list = 1; o->json = 1; break;
-        case 'h': *action = CB_HELP; return NULL;
+        case 'h': *action = CL_HELP; return NULL;
         case ':': {
             char name[64];
             option_name(optopt, name, sizeof name);
@@ -347,10 +347,10 @@ const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum c
     }
     if (problem) return problem;
     if (list) {
-        *action = o->json ? CB_LIST_JSON : CB_LIST;
+        *action = o->json ? CL_LIST_JSON : CL_LIST;
         return NULL;
     }
-    if (optind == argc) return refuse(o, "no KERNEL given (commbench-kernels --list lists them)");
+    if (optind == argc) return refuse(o, "no KERNEL given (commlens-kernels --list lists them)");
     if (optind < argc - 1) return refuse(o, "one KERNEL at a time: got %s and %s", argv[optind], argv[optind + 1]);
     o->kernel = argv[optind];
     if (!o->sizes_given && strcmp(o->schedule.name, "small") == 0) {
@@ -370,7 +370,7 @@ const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum c
     return NULL;
 }
 
-size_t cb_datatype_size(const char *name)
+size_t cl_datatype_size(const char *name)
 {
     if (strcmp(name, "int") == 0) return sizeof(int);
     if (strcmp(name, "double") == 0) return sizeof(double);

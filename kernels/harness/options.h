@@ -1,21 +1,21 @@
-/* The command line of commbench-kernels: every option, its default and its checks. No MPI here: the
+/* The command line of commlens-kernels: every option, its default and its checks. No MPI here: the
  * catalogue tool checks a campaign's kernel options with the same parser before anything is built. */
-#ifndef COMMBENCH_OPTIONS_H
-#define COMMBENCH_OPTIONS_H
+#ifndef COMMLENS_OPTIONS_H
+#define COMMLENS_OPTIONS_H
 
 #include <stddef.h>
 #include <stdio.h>
 
 /* --partitions: at most this many (each partition has its own thread). */
-#define CB_MAX_PARTITIONS 256
+#define CL_MAX_PARTITIONS 256
 
 /* Kernel parameters from the command line (see --help); a kernel reads those it uses. */
 /* The largest --window: kernels keep a window's requests on the stack. */
-#define CB_MAX_WINDOW 1024
+#define CL_MAX_WINDOW 1024
 
-struct cb_params {
+struct cl_params {
     int window;          /* stream, rma, allpairs: messages in flight per iteration (default 64; rma 1), at
-                          * most CB_MAX_WINDOW */
+                          * most CL_MAX_WINDOW */
     int distinct_window; /* stream, multipair.stream, rma: a buffer per message of a window instead of
                           * one for all (osu_bw, osu_mbw_mr and NetPIPE post a window on one buffer) */
     int messages;        /* multipingpong: messages of one size each way (default 8) */
@@ -31,14 +31,14 @@ struct cb_params {
     int drop_cache;      /* io: ask the kernel to drop the file's pages before every read */
     double test_clock_offset, test_clock_drift; /* test only: the last rank's clock runs ahead by these */
     double test_late_entry;  /* test only: collectives' last rank enters every call this many seconds late */
-    long test_slow_batches;  /* test only: the first N batches of each size read CB_SLOW_BATCH_S longer */
+    long test_slow_batches;  /* test only: the first N batches of each size read CL_SLOW_BATCH_S longer */
 };
 
 /* Timers selectable with --timer. */
-enum cb_timer { CB_TIMER_MPI_WTIME, CB_TIMER_CLOCK_MONOTONIC };
+enum cl_timer { CL_TIMER_MPI_WTIME, CL_TIMER_CLOCK_MONOTONIC };
 
 /* Size schedules (see sizes.c). */
-struct cb_schedule {
+struct cl_schedule {
     const char *name; /* powers | netpipe | small | large | list */
     size_t min, max;
     int per_octave;   /* netpipe */
@@ -48,15 +48,15 @@ struct cb_schedule {
 };
 
 /* How a size is measured (see --help): samples to a precision target, or OSU's fixed iterations. */
-enum cb_timing { CB_TIMING_PRECISION, CB_TIMING_OSU };
+enum cl_timing { CL_TIMING_PRECISION, CL_TIMING_OSU };
 
-struct cb_options {
+struct cl_options {
     const char *kernel;
     const char *output;       /* -o: JSON Lines there */
     int json;                 /* --json: JSON Lines on stdout (without -o or --json: a table) */
-    struct cb_schedule schedule;
+    struct cl_schedule schedule;
     int sizes_given;          /* -m or --sizes on the command line */
-    enum cb_timing timing;
+    enum cl_timing timing;
     long warmup;              /* -x: warm-up iterations per size */
     int warmup_given;
     long iterations;          /* -i: timed iterations per size (0: not given; see --help) */
@@ -64,7 +64,7 @@ struct cb_options {
     int min_samples, max_samples;
     double max_point_time_s;
     double min_sample_time_s; /* a sample lasts at least this long (and 100 timer ticks) */
-    enum cb_timer timer;
+    enum cl_timer timer;
     long shuffle_seed;        /* < 0: sizes in schedule order */
     const char *cache_mode;   /* reuse | rotate */
     size_t cache_bytes;       /* rotate: bytes cycled through per buffer (0: 2x the last-level cache) */
@@ -72,26 +72,26 @@ struct cb_options {
     int integrity, inject_fault, print_sizes;
     const char *datatype;     /* byte | int | double */
     long hang_after;          /* test only: hang once this many points are written (< 0: never) */
-    struct cb_params params;
-    char error[512];          /* what cb_parse_options refused, when it did */
+    struct cl_params params;
+    char error[512];          /* what cl_parse_options refused, when it did */
 };
 
 /* What a command line asks for besides measuring. */
-enum cb_action { CB_MEASURE, CB_LIST, CB_LIST_JSON, CB_HELP };
+enum cl_action { CL_MEASURE, CL_LIST, CL_LIST_JSON, CL_HELP };
 
 /* Fills `o` from the command line; returns NULL, or a one-line message naming the option and value
  * that were refused (without the program's name), for rank 0 to print. */
-const char *cb_parse_options(int argc, char **argv, struct cb_options *o, enum cb_action *action);
+const char *cl_parse_options(int argc, char **argv, struct cl_options *o, enum cl_action *action);
 /* --help (usage.c). */
-void cb_usage(FILE *out);
+void cl_usage(FILE *out);
 /* Bytes of one element of --datatype NAME. */
-size_t cb_datatype_size(const char *name);
+size_t cl_datatype_size(const char *name);
 
 /* Size schedules: the count, and a malloc'ed array in *sizes (0: a bad schedule). */
-size_t cb_size_schedule(const struct cb_schedule *schedule, size_t **sizes);
+size_t cl_size_schedule(const struct cl_schedule *schedule, size_t **sizes);
 /* The sizes in a random order drawn from `seed`, the same on every platform. */
-void cb_shuffle_sizes(size_t *sizes, size_t n, long seed);
+void cl_shuffle_sizes(size_t *sizes, size_t n, long seed);
 /* NULL, or why a size cannot be sent with the datatype of `type_size` bytes (`error` holds it). */
-const char *cb_check_sizes(const size_t *sizes, size_t n, size_t type_size, char *error, size_t len);
+const char *cl_check_sizes(const size_t *sizes, size_t n, size_t type_size, char *error, size_t len);
 
 #endif

@@ -7,49 +7,49 @@
 
 /* OSU 7.4's defaults (osu_util.h): iterations and warm-up up to 8 KiB and above it, by kind of test. */
 static const struct { long iterations[2], warmup[2]; } OSU_DEFAULTS[] = {
-    [CB_OSU_LATENCY] = {{10000, 1000}, {100, 10}},   /* LAT_LOOP_*, LAT_SKIP_* */
-    [CB_OSU_BANDWIDTH] = {{100, 20}, {10, 2}},       /* BW_LOOP_*, BW_SKIP_* */
-    [CB_OSU_COLLECTIVE] = {{1000, 100}, {100, 10}},  /* COLL_LOOP_*, COLL_SKIP_* */
+    [CL_OSU_LATENCY] = {{10000, 1000}, {100, 10}},   /* LAT_LOOP_*, LAT_SKIP_* */
+    [CL_OSU_BANDWIDTH] = {{100, 20}, {10, 2}},       /* BW_LOOP_*, BW_SKIP_* */
+    [CL_OSU_COLLECTIVE] = {{1000, 100}, {100, 10}},  /* COLL_LOOP_*, COLL_SKIP_* */
 };
 
-enum cb_osu_kind cb_osu_kind(const struct cb_kernel *kernel, const struct cb_params *params)
+enum cl_osu_kind cl_osu_kind(const struct cl_kernel *kernel, const struct cl_params *params)
 {
-    if (kernel->slots == CB_SLOTS_WINDOW && params->window > 1) return CB_OSU_BANDWIDTH;
-    if (cb_kernel_tagged(kernel, "collective")) return CB_OSU_COLLECTIVE;
-    return CB_OSU_LATENCY;
+    if (kernel->slots == CL_SLOTS_WINDOW && params->window > 1) return CL_OSU_BANDWIDTH;
+    if (cl_kernel_tagged(kernel, "collective")) return CL_OSU_COLLECTIVE;
+    return CL_OSU_LATENCY;
 }
 
-void cb_osu_counts(const struct cb_options *o, enum cb_osu_kind kind, size_t size, long *iterations, long *warmup)
+void cl_osu_counts(const struct cl_options *o, enum cl_osu_kind kind, size_t size, long *iterations, long *warmup)
 {
-    int large = size > CB_OSU_LARGE_MESSAGE_SIZE;
+    int large = size > CL_OSU_LARGE_MESSAGE_SIZE;
     *iterations = o->iterations ? o->iterations : OSU_DEFAULTS[kind].iterations[large];
     *warmup = o->warmup_given ? o->warmup : OSU_DEFAULTS[kind].warmup[large];
 }
 
-void cb_measure_size_osu(const struct cb_options *o, const struct cb_kernel *kernel, struct cb_context *ctx,
-                         size_t size, double *samples, struct cb_point *point)
+void cl_measure_size_osu(const struct cl_options *o, const struct cl_kernel *kernel, struct cl_context *ctx,
+                         size_t size, double *samples, struct cl_point *point)
 {
     long iterations, warmup;
-    cb_osu_counts(o, cb_osu_kind(kernel, &o->params), size, &iterations, &warmup);
-    struct cb_stopping_rule rule = {o->rse_target, o->min_samples, o->max_samples, o->max_point_time_s};
-    struct cb_running running = {0};
+    cl_osu_counts(o, cl_osu_kind(kernel, &o->params), size, &iterations, &warmup);
+    struct cl_stopping_rule rule = {o->rse_target, o->min_samples, o->max_samples, o->max_point_time_s};
+    struct cl_running running = {0};
     double subtracted = 0;
     ctx->errors = 0;
     ctx->iteration_base = 0;
     MPI_Barrier(ctx->comm);
-    if (warmup) cb_run_batch(kernel, ctx, size, warmup, o->timer, NULL);
+    if (warmup) cl_run_batch(kernel, ctx, size, warmup, o->timer, NULL);
     for (long i = 0; i < iterations; i++) {
         /* Integrity patterns change from one iteration to the next, as they do within a batch. */
         ctx->iteration_base = warmup + i;
-        double units, elapsed = cb_run_batch(kernel, ctx, size, 1, o->timer, &units);
+        double units, elapsed = cl_run_batch(kernel, ctx, size, 1, o->timer, &units);
         if (ctx->rank == 0) {
             samples[i] = units > 0 ? elapsed / units : ctx->measured;
             subtracted += units > 0 ? 0 : ctx->subtracted;
             ctx->exit_skews[i] = ctx->exit_skew;
-            cb_running_add(&running, samples[i]);
+            cl_running_add(&running, samples[i]);
         }
-        cb_keep_pair_times(ctx, 1, (int)i);
+        cl_keep_pair_times(ctx, 1, (int)i);
     }
     ctx->iteration_base = 0;
-    cb_finish_point(ctx, &rule, &running, size, 1, samples, subtracted, point);
+    cl_finish_point(ctx, &rule, &running, size, 1, samples, subtracted, point);
 }

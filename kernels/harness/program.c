@@ -1,8 +1,8 @@
-/* commbench-kernels: MPI around the one entry point; libcommbench-kernels.so leaves MPI to its caller. */
+/* commlens-kernels: MPI around the one entry point; libcommlens-kernels.so leaves MPI to its caller. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "commbench.h"
+#include "commlens.h"
 #include "harness.h"
 
 /* This process's rank as its launcher set it, before MPI is up (0 when not launched by one). */
@@ -21,21 +21,21 @@ int main(int argc, char **argv)
     /* Help and the kernel listings need no MPI: a build records the catalogue even where a library
      * cannot start a singleton (Open MPI 4.1's relocated wheel looks for orted under its build prefix).
      * Under mpiexec, rank 0 alone answers. */
-    struct cb_options o;
-    enum cb_action action;
-    if (!cb_parse_options(argc, argv, &o, &action) && action != CB_MEASURE) {
-        if (launched_rank() == 0) cb_answer(action);
+    struct cl_options o;
+    enum cl_action action;
+    if (!cl_parse_options(argc, argv, &o, &action) && action != CL_MEASURE) {
+        if (launched_rank() == 0) cl_answer(action);
         return 0;
     }
-    const struct cb_kernel *kernel = o.kernel ? cb_find_kernel(o.kernel) : NULL;
-    if (kernel && kernel->computes) cb_compute_unit_s_before_mpi = cb_compute_unit_s(CB_TIMER_CLOCK_MONOTONIC);
+    const struct cl_kernel *kernel = o.kernel ? cl_find_kernel(o.kernel) : NULL;
+    if (kernel && kernel->computes) cl_compute_unit_s_before_mpi = cl_compute_unit_s(CL_TIMER_CLOCK_MONOTONIC);
     if (kernel && kernel->thread_multiple) {
         int provided;   /* the kernel's set-up refuses a level below what it needs, with the level it got */
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     } else {
         MPI_Init(&argc, &argv);
     }
-    int status = commbench_run(MPI_COMM_WORLD, argc, argv);
+    int status = commlens_run(MPI_COMM_WORLD, argc, argv);
     MPI_Finalize();
     return status;
 }

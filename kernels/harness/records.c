@@ -1,5 +1,5 @@
 /* The JSON Lines records a launch writes (the format is described in DESIGN.md and read by
- * commbench.io.raw): one "run" record, a "point" record per size, an "end" record. */
+ * commlens.io.raw): one "run" record, a "point" record per size, an "end" record. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <sched.h>
@@ -28,8 +28,8 @@ static void iso_now(char *out, size_t len)
     strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 }
 
-void cb_write_run_record(FILE *out, const struct cb_options *o, const struct cb_kernel *kernel,
-                         const struct cb_context *ctx, double resolution, double overhead,
+void cl_write_run_record(FILE *out, const struct cl_options *o, const struct cl_kernel *kernel,
+                         const struct cl_context *ctx, double resolution, double overhead,
                          const size_t *sizes, size_t nsizes, size_t buffer_bytes)
 {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -55,41 +55,41 @@ void cb_write_run_record(FILE *out, const struct cb_options *o, const struct cb_
 
     char started[32];
     iso_now(started, sizeof started);
-    fprintf(out, "{\"record\":\"run\",\"schema\":%d,\"kernel\":", CB_RECORD_SCHEMA);
-    cb_json_string(out, kernel->name);
+    fprintf(out, "{\"record\":\"run\",\"schema\":%d,\"kernel\":", CL_RECORD_SCHEMA);
+    cl_json_string(out, kernel->name);
     fputs(",\"metric\":", out);
-    cb_json_string(out, kernel->metric);
+    cl_json_string(out, kernel->metric);
     fputs(",\"description\":", out);   /* the kernel's catalogue entry, as this build has it */
-    cb_describe_kernel(out, kernel, MPI_VERSION, MPI_SUBVERSION);
+    cl_describe_kernel(out, kernel, MPI_VERSION, MPI_SUBVERSION);
     fputs(",\"library_version\":", out);
-    cb_json_string(out, version);
+    cl_json_string(out, version);
     fprintf(out, ",\"nprocs\":%d,\"hosts\":[", ctx->nprocs);
     for (int r = 0; r < ctx->nprocs; r++) {
         if (r) fputc(',', out);
-        cb_json_string(out, names + (size_t)r * NAME_LEN);
+        cl_json_string(out, names + (size_t)r * NAME_LEN);
     }
     fputs("],\"cpu_binding\":[", out);
     for (int r = 0; r < ctx->nprocs; r++) {
         if (r) fputc(',', out);
-        cb_json_string(out, bindings + (size_t)r * NAME_LEN);
+        cl_json_string(out, bindings + (size_t)r * NAME_LEN);
     }
     fputs("],\"timer\":", out);
-    cb_json_string(out, cb_timer_name(o->timer));
+    cl_json_string(out, cl_timer_name(o->timer));
     fprintf(out, ",\"timer_resolution_s\":%.6g,\"harness_overhead_s\":%.6g,\"started\":\"%s\","
                  "\"kernel_info\":%s", resolution, overhead, started, ctx->info);
     fputs(",\"args\":{\"schedule\":", out);
-    cb_json_string(out, o->schedule.name);
+    cl_json_string(out, o->schedule.name);
     fputs(",\"order\":[", out);
     for (size_t i = 0; i < nsizes; i++) fprintf(out, "%s%zu", i ? "," : "", sizes[i]);
     /* What -i and -x meant: --osu's iterations and warm-up up to 8 KiB and above it; the default
      * timing's warm-up and timed iterations (0: as many as the precision target takes) at every size. */
     long iterations[2] = {o->iterations, o->iterations}, warmup[2] = {o->warmup, o->warmup};
     char large_above[32] = "null";
-    if (o->timing == CB_TIMING_OSU) {
-        snprintf(large_above, sizeof large_above, "%d", CB_OSU_LARGE_MESSAGE_SIZE);
-        enum cb_osu_kind kind = cb_osu_kind(kernel, &o->params);
-        cb_osu_counts(o, kind, 1, &iterations[0], &warmup[0]);
-        cb_osu_counts(o, kind, CB_OSU_LARGE_MESSAGE_SIZE + 1, &iterations[1], &warmup[1]);
+    if (o->timing == CL_TIMING_OSU) {
+        snprintf(large_above, sizeof large_above, "%d", CL_OSU_LARGE_MESSAGE_SIZE);
+        enum cl_osu_kind kind = cl_osu_kind(kernel, &o->params);
+        cl_osu_counts(o, kind, 1, &iterations[0], &warmup[0]);
+        cl_osu_counts(o, kind, CL_OSU_LARGE_MESSAGE_SIZE + 1, &iterations[1], &warmup[1]);
     }
     fprintf(out, "],\"shuffle_seed\":%ld,\"timing\":\"%s\",\"warmup\":%ld,\"iterations\":%ld,"
                  "\"warmup_large\":%ld,\"iterations_large\":%ld,\"large_above\":%s,\"rse\":%.6g,"
@@ -98,7 +98,7 @@ void cb_write_run_record(FILE *out, const struct cb_options *o, const struct cb_
                  "\"datatype\":\"%s\",\"integrity\":%s,\"inject_fault\":%s,\"window\":%d,\"window_buffers\":\"%s\","
                  "\"messages\":%d,\"pieces\":%d,\"partitions\":%d,\"rma_sync\":\"%s\",\"halo\":\"%s\",\"nodes\":%d,"
                  "\"proc_grid\":[%d,%d],\"method\":\"%s\",\"io_sync\":%s,\"drop_cache\":%s}}\n",
-            o->shuffle_seed, o->timing == CB_TIMING_OSU ? "osu" : "precision", warmup[0], iterations[0], warmup[1],
+            o->shuffle_seed, o->timing == CL_TIMING_OSU ? "osu" : "precision", warmup[0], iterations[0], warmup[1],
             iterations[1], large_above, o->rse_target, o->min_samples,
             o->max_samples, o->max_point_time_s, o->min_sample_time_s, o->cache_mode, buffer_bytes,
             o->align, o->datatype, o->integrity ? "true" : "false", o->inject_fault ? "true" : "false",
@@ -112,7 +112,7 @@ void cb_write_run_record(FILE *out, const struct cb_options *o, const struct cb_
     free(bindings);
 }
 
-void cb_write_point_record(FILE *out, const struct cb_point *p, int integrity)
+void cl_write_point_record(FILE *out, const struct cl_point *p, int integrity)
 {
     fprintf(out, "{\"record\":\"point\",\"size\":%zu,\"iters_per_sample\":%ld,\"settled\":%s,"
                  "\"rse\":%.6g,\"errors\":",
@@ -146,7 +146,7 @@ void cb_write_point_record(FILE *out, const struct cb_point *p, int integrity)
     fflush(out);
 }
 
-void cb_write_end_record(FILE *out, size_t points, double elapsed_s)
+void cl_write_end_record(FILE *out, size_t points, double elapsed_s)
 {
     char finished[32];
     iso_now(finished, sizeof finished);

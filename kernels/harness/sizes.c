@@ -52,7 +52,7 @@ static void sort_unique(struct size_list *l)
     l->count = kept;
 }
 
-static int push_in_range(struct size_list *l, const struct cb_schedule *s, size_t value)
+static int push_in_range(struct size_list *l, const struct cl_schedule *s, size_t value)
 {
     return (value >= s->min && value <= s->max) ? push(l, value) : 0;
 }
@@ -65,7 +65,7 @@ static int parse_list(struct size_list *l, const char *text)
         size_t len = strcspn(p, ","), value;
         if (len >= sizeof item) return -1;
         snprintf(item, sizeof item, "%.*s", (int)len, p);
-        if (cb_parse_size(item, &value) != CB_NUMBER_OK || push(l, value)) return -1;
+        if (cl_parse_size(item, &value) != CL_NUMBER_OK || push(l, value)) return -1;
         p += len;
         if (!*p) break;
     }
@@ -75,7 +75,7 @@ static int parse_list(struct size_list *l, const char *text)
     return l->count ? 0 : -1;
 }
 
-size_t cb_size_schedule(const struct cb_schedule *s, size_t **sizes)
+size_t cl_size_schedule(const struct cl_schedule *s, size_t **sizes)
 {
     struct size_list l = {0};
     int bad = 0;
@@ -124,7 +124,7 @@ size_t cb_size_schedule(const struct cb_schedule *s, size_t **sizes)
     return l.count;
 }
 
-const char *cb_check_sizes(const size_t *sizes, size_t n, size_t type_size, char *error, size_t len)
+const char *cl_check_sizes(const size_t *sizes, size_t n, size_t type_size, char *error, size_t len)
 {
     for (size_t i = 0; i < n; i++) {
         if (sizes[i] % type_size) {
@@ -143,7 +143,7 @@ const char *cb_check_sizes(const size_t *sizes, size_t n, size_t type_size, char
 }
 
 /* xorshift64*: a portable generator so a seed means the same order everywhere. */
-void cb_shuffle_sizes(size_t *sizes, size_t n, long seed)
+void cl_shuffle_sizes(size_t *sizes, size_t n, long seed)
 {
     uint64_t state = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
     for (size_t i = n; i > 1; i--) {

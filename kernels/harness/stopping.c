@@ -5,7 +5,7 @@
 
 #include "stopping.h"
 
-void cb_running_add(struct cb_running *r, double x)
+void cl_running_add(struct cl_running *r, double x)
 {
     double delta = x - r->mean;
     r->n++;
@@ -13,34 +13,34 @@ void cb_running_add(struct cb_running *r, double x)
     r->m2 += delta * (x - r->mean);
 }
 
-double cb_running_rse(const struct cb_running *r)
+double cl_running_rse(const struct cl_running *r)
 {
     if (r->n < 2 || !(r->mean > 0)) return INFINITY;
     return sqrt(r->m2 / (r->n - 1) / r->n) / r->mean;
 }
 
-int cb_running_settled(const struct cb_running *r, const struct cb_stopping_rule *rule)
+int cl_running_settled(const struct cl_running *r, const struct cl_stopping_rule *rule)
 {
-    return r->n >= rule->min_samples && cb_running_rse(r) <= rule->rse_target;
+    return r->n >= rule->min_samples && cl_running_rse(r) <= rule->rse_target;
 }
 
-int cb_sampling_done(const struct cb_running *r, const struct cb_stopping_rule *rule, double elapsed_s)
+int cl_sampling_done(const struct cl_running *r, const struct cl_stopping_rule *rule, double elapsed_s)
 {
-    return cb_running_settled(r, rule) || r->n >= rule->max_samples || elapsed_s >= rule->max_time_s;
+    return cl_running_settled(r, rule) || r->n >= rule->max_samples || elapsed_s >= rule->max_time_s;
 }
 
-int cb_stopping_simulate(const double *samples, int available, double rse_target, int min_samples,
+int cl_stopping_simulate(const double *samples, int available, double rse_target, int min_samples,
                          int max_samples, double max_time_s, double *rse, int *settled)
 {
-    struct cb_stopping_rule rule = {rse_target, min_samples, max_samples, max_time_s};
-    struct cb_running r = {0};
+    struct cl_stopping_rule rule = {rse_target, min_samples, max_samples, max_time_s};
+    struct cl_running r = {0};
     double elapsed = 0;
     while (r.n < available) {
-        cb_running_add(&r, samples[r.n]);
+        cl_running_add(&r, samples[r.n]);
         elapsed += samples[r.n - 1];
-        if (cb_sampling_done(&r, &rule, elapsed)) break;
+        if (cl_sampling_done(&r, &rule, elapsed)) break;
     }
-    *rse = cb_running_rse(&r);
-    *settled = cb_running_settled(&r, &rule);
+    *rse = cl_running_rse(&r);
+    *settled = cl_running_settled(&r, &rule);
     return r.n;
 }

@@ -24,7 +24,7 @@ static size_t distance(const char *a, const char *b)
     return row[n];
 }
 
-const char *cb_nearest(const char *typed, const char *const *candidates, size_t count)
+const char *cl_nearest(const char *typed, const char *const *candidates, size_t count)
 {
     const char *best = NULL;
     size_t best_distance = (size_t)-1;

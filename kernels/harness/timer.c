@@ -3,9 +3,9 @@
 
 #include "harness.h"
 
-double cb_now(enum cb_timer timer)
+double cl_now(enum cl_timer timer)
 {
-    if (timer == CB_TIMER_CLOCK_MONOTONIC) {
+    if (timer == CL_TIMER_CLOCK_MONOTONIC) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -15,13 +15,13 @@ double cb_now(enum cb_timer timer)
 
 /* Holds the core for `seconds` of `timer`: a wait that keeps the rank running where it is (a sleep would
  * give the core away, and waking again takes longer than the microseconds the kernels wait). */
-void cb_spin(enum cb_timer timer, double seconds)
+void cl_spin(enum cl_timer timer, double seconds)
 {
-    double until = cb_now(timer) + seconds;
-    while (cb_now(timer) < until) {}
+    double until = cl_now(timer) + seconds;
+    while (cl_now(timer) < until) {}
 }
 
-const char *cb_timer_name(enum cb_timer timer)
+const char *cl_timer_name(enum cl_timer timer)
 {
-    return timer == CB_TIMER_CLOCK_MONOTONIC ? "clock_gettime(CLOCK_MONOTONIC)" : "MPI_Wtime";
+    return timer == CL_TIMER_CLOCK_MONOTONIC ? "clock_gettime(CLOCK_MONOTONIC)" : "MPI_Wtime";
 }

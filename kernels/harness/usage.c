@@ -1,13 +1,13 @@
-/* commbench-kernels --help: every option, and how the two timings differ. No MPI. */
+/* commlens-kernels --help: every option, and how the two timings differ. No MPI. */
 #include "numbers.h"
 #include "options.h"
 
-void cb_usage(FILE *out)
+void cl_usage(FILE *out)
 {
-    fputs("usage: mpiexec -n 2 commbench-kernels KERNEL [options]   measure KERNEL at every size\n"
-          "       commbench-kernels --list [--json]                the kernels, one line each with what they\n"
+    fputs("usage: mpiexec -n 2 commlens-kernels KERNEL [options]   measure KERNEL at every size\n"
+          "       commlens-kernels --list [--json]                the kernels, one line each with what they\n"
           "                                                        measure (--json: JSON Lines, as --describe)\n"
-          "       commbench-kernels --describe                     the kernel catalogue as JSON Lines, with what\n"
+          "       commlens-kernels --describe                     the kernel catalogue as JSON Lines, with what\n"
           "                                                        this build has and why not\n"
           "output:\n"
           "  (default)             a table on stdout: per size the median (default timing) or mean (--osu),\n"
@@ -32,7 +32,7 @@ void cb_usage(FILE *out)
           "                        per iteration and every slow iteration; the median of batches of many\n"
           "                        iterations includes neither, so a small message reads faster by default\n"
           "  --timing NAME         precision | osu (--osu); recorded in the run record's args.timing\n"
-          "sizes (" CB_SIZE_SYNTAX ",\n"
+          "sizes (" CL_SIZE_SYNTAX ",\n"
           "       as in a campaign file and as OSU and IMB label sizes: 64k = 64Ki = 65536, 4M = 4Mi = 4194304):\n"
           "  -m [MIN:]MAX          range of the schedule; MIN: or :MAX keeps the other end's default\n"
           "                        (1:4Mi; small: 4:8000)\n"

@@ -5,7 +5,7 @@
 
 #include "harness.h"
 
-void cb_polite_barrier(MPI_Comm comm)
+void cl_polite_barrier(MPI_Comm comm)
 {
     const struct timespec pause = {0, 20000};
     MPI_Request request;
@@ -15,7 +15,7 @@ void cb_polite_barrier(MPI_Comm comm)
         nanosleep(&pause, NULL);
 }
 
-void cb_yielding_waitall(int count, MPI_Request *requests)
+void cl_yielding_waitall(int count, MPI_Request *requests)
 {
     int done = 0;
     for (MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE); !done;
@@ -23,9 +23,9 @@ void cb_yielding_waitall(int count, MPI_Request *requests)
         sched_yield();
 }
 
-void cb_yielding_recv(void *buffer, int count, int peer, int tag, MPI_Comm comm)
+void cl_yielding_recv(void *buffer, int count, int peer, int tag, MPI_Comm comm)
 {
     MPI_Request request;
     MPI_Irecv(buffer, count, MPI_CHAR, peer, tag, comm, &request);
-    cb_yielding_waitall(1, &request);
+    cl_yielding_waitall(1, &request);
 }

@@ -1,5 +1,5 @@
 rule build_kernels:
-    """commbench-kernels and libcommbench-kernels.so (for mpi4py engines) compiled with this
+    """commlens-kernels and libcommlens-kernels.so (for mpi4py engines) compiled with this
     library's mpicc. Never fails the workflow: build.json says ok, build_failed or env_failed,
     and which kernels (if any) this library could not build; only it is a declared output,
     since a failed build leaves no binary. `--config strict_build=true|NAME,...` (the tests,

@@ -6,11 +6,11 @@ rule collect:
         builds=[build_record(m) for m in CAMPAIGN.mpi_names],
         # Launches until decided: the looks that chose the rounds, kept in the dataset for Methods.
         decisions=decisions_record,
-        # The campaign's bisections (bisect:), run by commbench run: what each found, for the report.
+        # The campaign's bisections (bisect:), run by commlens run: what each found, for the report.
         bisections=bisections_record,
     output:
         # Snakemake deletes them before the job; the collection finds them under their held names and
-        # keeps them in history/ (commbench.io.archive). A collection that fails leaves none: no stale
+        # keeps them in history/ (commlens.io.archive). A collection that fails leaves none: no stale
         # dataset is ever restored as current.
         dataset=DATASET,
         failures=RESULTS / "failures.jsonl",
@@ -18,7 +18,7 @@ rule collect:
         # The file, and the --config overrides when there are: the dataset's campaign_file attribute.
         campaign_file=CAMPAIGN.source,
         config_hash=CAMPAIGN.config_hash,
-        # Why the dataset does not hold what its raw files hold now, where it does not (commbench.io.collected):
+        # Why the dataset does not hold what its raw files hold now, where it does not (commlens.io.collected):
         # a value no run had, so that Snakemake collects again whatever the files' times say.
         out_of_date=DATASET_OUT_OF_DATE,
     log:

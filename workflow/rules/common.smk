@@ -6,20 +6,20 @@ from pathlib import Path
 import yaml
 from snakemake.utils import update_config
 
-from commbench.launch.build import retry_token, strict_installations
-from commbench.campaign import (WORKFLOW_OPTIONS, Campaign, CampaignError, campaign_from_config, describe_overrides,
+from commlens.launch.build import retry_token, strict_installations
+from commlens.campaign import (WORKFLOW_OPTIONS, Campaign, CampaignError, campaign_from_config, describe_overrides,
                                 read_overrides)
-from commbench.campaign.rounds import (DECISIONS_FILE, SEED_FILE, draw_seed, recorded_decisions, recorded_seed,
+from commlens.campaign.rounds import (DECISIONS_FILE, SEED_FILE, draw_seed, recorded_decisions, recorded_seed,
                                       rounds_outside, seed_record)
-from commbench.cli.bisections import BISECTIONS_FILE
-from commbench.io.atomic import write_text
-from commbench.io.archive import hold
-from commbench.io.collected import out_of_date, recollection_param
-from commbench.io.raw import read_launch_record
-from commbench.launch.catalogue import CatalogueError
-from commbench.launch.preflight import check_campaign, check_partition, mpi_spec_path
-from commbench.launch.provenance import KERNELS_DIR
-from commbench.lean_imports import import_jsonschema
+from commlens.cli.bisections import BISECTIONS_FILE
+from commlens.io.atomic import write_text
+from commlens.io.archive import hold
+from commlens.io.collected import out_of_date, recollection_param
+from commlens.io.raw import read_launch_record
+from commlens.launch.catalogue import CatalogueError
+from commlens.launch.preflight import check_campaign, check_partition, mpi_spec_path
+from commlens.launch.provenance import KERNELS_DIR
+from commlens.lean_imports import import_jsonschema
 
 # Snakemake imports jsonschema (through nbformat, to read each script rule's language) while it builds the
 # DAG; imported here first, it comes without the IRI grammar that costs every run of the workflow seconds.
@@ -28,8 +28,8 @@ import_jsonschema()
 DEFAULT_CAMPAIGN = REPOSITORY / "config" / "campaigns" / "quick.yaml"
 
 # The campaign is Snakemake's config: the --configfile with the --config overrides merged in, or the
-# config a using workflow gives this one as a module (`module commbench: ... config: ...`); without
-# either, the default campaign. commbench validates it so that errors name the file, the overrides and
+# config a using workflow gives this one as a module (`module commlens: ... config: ...`); without
+# either, the default campaign. commlens validates it so that errors name the file, the overrides and
 # the key. Scripts read the same config (snakemake.config), so it is completed here, in place.
 AS_MODULE = not workflow.modifier.is_main_snakefile()
 if not AS_MODULE and len(workflow.configfiles) > 1:
@@ -101,7 +101,7 @@ DATASET = RESULTS / f"{CAMPAIGN.name}.nc"
 
 
 def _round_seed() -> int:
-    """The seed of the order launches run in (commbench.campaign.rounds): the campaign's round_seed,
+    """The seed of the order launches run in (commlens.campaign.rounds): the campaign's round_seed,
     else the one its results folder recorded when it first ran (a resumed campaign keeps its order),
     else one drawn now. This run's seed is recorded there before any job, where a cluster's jobs,
     which parse this file again, read it."""
@@ -126,7 +126,7 @@ def _round_seed() -> int:
 
 
 def _rounds_decided() -> int:
-    """With launches until decided, how many rounds run: --config rounds=N, else what commbench run
+    """With launches until decided, how many rounds run: --config rounds=N, else what commlens run
     recorded after its last look (results/<campaign>/decisions.json), else launches.min."""
     until = CAMPAIGN.until_decided
     if "rounds" in config:
@@ -194,13 +194,13 @@ def previous_launch(wildcards):
 
 
 def decisions_record(wildcards):
-    """Launches until decided: the looks commbench run recorded (none where the workflow ran alone)."""
+    """Launches until decided: the looks commlens run recorded (none where the workflow ran alone)."""
     path = RESULTS / DECISIONS_FILE
     return [path] if CAMPAIGN.until_decided is not None and path.exists() else []
 
 
 def bisections_record(wildcards):
-    """The bisections commbench run ran for the campaign's bisect: entries (none where it ran alone)."""
+    """The bisections commlens run ran for the campaign's bisect: entries (none where it ran alone)."""
     path = RESULTS / BISECTIONS_FILE
     return [path] if CAMPAIGN.config.get("bisect") and path.exists() else []
 
@@ -244,7 +244,7 @@ if not workflow.remote_exec and str(config.get("overwrite", False)).lower() not 
 
 def _dataset_out_of_date() -> str:
     """collect's param that collects again a dataset that does not hold what its raw files hold now
-    (commbench.io.collected): one put back by hand, or by a tool that gives it a fresh modification
+    (commlens.io.collected): one put back by hand, or by a tool that gives it a fresh modification
     time, whatever the times say."""
     param = recollection_param(DATASET, RAW_FILES) if DATASET.exists() else ""
     if param and not workflow.remote_exec and (why := out_of_date(DATASET, RAW_FILES)):
@@ -257,6 +257,6 @@ def _dataset_out_of_date() -> str:
 DATASET_OUT_OF_DATE = _dataset_out_of_date()
 
 # The dataset and failures.jsonl get a second name that Snakemake does not delete before collect runs:
-# the collection keeps them in history/ from there (commbench.io.archive).
+# the collection keeps them in history/ from there (commlens.io.archive).
 if not workflow.remote_exec:
     hold(DATASET)

@@ -4,7 +4,7 @@ import sys
 PYTHON = sys.executable
 REPORT_NOTEBOOK = REPOSITORY / "notebooks" / "04-report.ipynb"
 # The report is redrawn when the code that draws it changes.
-REPORT_CODE = sorted((REPOSITORY / "src" / "commbench" / "report").rglob("*.py"))
+REPORT_CODE = sorted((REPOSITORY / "src" / "commlens" / "report").rglob("*.py"))
 
 
 rule report:
@@ -24,4 +24,4 @@ rule report:
         RESULTS / "logs" / "report.log",
     shell:
         # :q quotes each path for the shell, whatever the working directory's name holds.
-        "{params.python:q} -m commbench.cli report {input.dataset:q} > {log:q} 2>&1"
+        "{params.python:q} -m commlens.cli report {input.dataset:q} > {log:q} 2>&1"

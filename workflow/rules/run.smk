@@ -6,7 +6,7 @@ rule run_launch:
     input:
         build=lambda w: build_record(CAMPAIGN.mpi_of(w.library)),
         library=lambda w: library_record(CAMPAIGN.mpi_of(w.library)),
-        # Its turn in the campaign's rounds (commbench.campaign.rounds): the launch before it in the
+        # Its turn in the campaign's rounds (commlens.campaign.rounds): the launch before it in the
         # design has ended, however it ended (a failed launch is recorded, so it counts as done). Round
         # r+1 thus starts after round r, each round in its drawn order, locally and under Slurm alike.
         # A launch redone (its settings changed, --forcerun) redoes the launches after it, so that the
@@ -22,7 +22,7 @@ rule run_launch:
     resources:
         machine=1,
         # Under Slurm (workflow/profiles/slurm) a launch is one MPI job shaped like its placement,
-        # one CPU per rank; its script runs in the allocation and commbench's mpiexec starts the
+        # one CPU per rank; its script runs in the allocation and commlens's mpiexec starts the
         # ranks there. The executor plugin takes tasks_per_node only above 1 and no one-task MPI
         # job, so ppn 1 asks for `nodes` tasks on `nodes` nodes (one each) and a one-rank
         # placement for two tasks. Locally these constrain nothing (0 reads as unset).

@@ -5,13 +5,13 @@ import json
 import sys
 from pathlib import Path
 
-from commbench.campaign import campaign_from_config
-from commbench.data.collect import build_dataset, stream_raw
-from commbench.data.failures import failures, write_failures
-from commbench.io.archive import archive_previous
-from commbench.io.atomic import write_failure
-from commbench.io.collected import collected_from
-from commbench.io.netcdf import write_dataset
+from commlens.campaign import campaign_from_config
+from commlens.data.collect import build_dataset, stream_raw
+from commlens.data.failures import failures, write_failures
+from commlens.io.archive import archive_previous
+from commlens.io.atomic import write_failure
+from commlens.io.collected import collected_from
+from commlens.io.netcdf import write_dataset
 
 # The campaign as the workflow has it (workflow/rules/common.smk): the file with any --config overrides.
 campaign = campaign_from_config(snakemake.config, snakemake.params.campaign_file)
@@ -22,7 +22,7 @@ builds = {json.loads(Path(p).read_text())["mpi"]: json.loads(Path(p).read_text()
 samples_file = Path(snakemake.output.dataset).with_suffix(".samples.tmp")
 refused = []
 # The raw files as they are before they are read: a dataset says what it was collected from, and the
-# workflow collects again when they change (commbench.io.collected), however the dataset's time looks.
+# workflow collects again when they change (commlens.io.collected), however the dataset's time looks.
 sources = collected_from(snakemake.input.raw, because=snakemake.params.out_of_date)
 try:
     with open(snakemake.log[0], "w") as log:

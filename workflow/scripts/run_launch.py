@@ -4,13 +4,13 @@ import json
 import sys
 from pathlib import Path
 
-from commbench.campaign import campaign_from_config
-from commbench.io.atomic import WriteError
-from commbench.launch.locks import LockTimeout
-from commbench.launch.placement import Placement
-from commbench.launch.run import run_launch
-from commbench.launch.progress import campaign_progress, progress_line
-from commbench.launch.supervision import stop_when_told
+from commlens.campaign import campaign_from_config
+from commlens.io.atomic import WriteError
+from commlens.launch.locks import LockTimeout
+from commlens.launch.placement import Placement
+from commlens.launch.run import run_launch
+from commlens.launch.progress import campaign_progress, progress_line
+from commlens.launch.supervision import stop_when_told
 
 # Snakemake stops jobs with SIGTERM; a Snakemake killed with SIGKILL tells them nothing. Either way the
 # launch ends all its processes on the way out instead of running on beside a rerun.

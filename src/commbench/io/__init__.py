@@ -1,2 +1,0 @@
-"""Every file format commbench reads or writes: raw launch files, netCDF with the CF conventions, and the
-outputs of other benchmark suites."""

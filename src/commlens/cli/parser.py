@@ -1,0 +1,141 @@
+"""The command line: every verb, its arguments and the function that runs it (`args.verb(args)`).
+The verbs' modules are imported when the verb runs, so that `commlens --version` and `commlens
+validate` start without xarray."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+from commlens import __version__
+
+
+def _verb(module: str, function: str):
+    """Runs commlens.cli.<module>.<function>(args), importing the module only then."""
+    def run(args):
+        return getattr(importlib.import_module(f"commlens.cli.{module}"), function)(args)
+    return run
+
+
+def build_parser(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="commlens", description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"commlens {__version__}")
+    verbs = parser.add_subparsers(dest="command", required=True, metavar="VERB")
+
+    run = verbs.add_parser("run", help="run a campaign: its workflow, its progress, then its summary "
+                                       "(what `make campaign` does)")
+    run.add_argument("campaign", help="the campaign file (config/campaigns/<name>.yaml)")
+    run.add_argument("snakemake_args", nargs=argparse.REMAINDER, metavar="SNAKEMAKE_ARG",
+                     help="passed on to Snakemake (--config launches=5, --cores 2, --dry-run, ...)")
+    run.set_defaults(verb=_verb("run", "run_campaign"))
+
+    validate = verbs.add_parser("validate", help="check a campaign file")
+    validate.add_argument("campaign")
+    validate.set_defaults(verb=_verb("catalogue", "validate"))
+
+    kernels = verbs.add_parser("kernels", help="the kernels, one line each: name and what one sample's time means")
+    kernels.add_argument("--json", action="store_true", help="every kernel's description, as a JSON list")
+    kernels.set_defaults(verb=_verb("catalogue", "kernels"))
+
+    summary = verbs.add_parser("summary", help="latency and bandwidth table of a campaign's dataset")
+    summary.add_argument("target", help="campaign file or dataset (.nc)")
+    summary.add_argument("--check", action="store_true",
+                         help="exit 1 if any library row or launch gave no data")
+    summary.set_defaults(verb=_verb("summary", "summary_command"))
+
+    report = verbs.add_parser("report", help="regenerate report.html and figures/ from a dataset "
+                                             "(runs notebooks/04-report.ipynb with papermill)")
+    report.add_argument("target", help="campaign file or dataset (.nc)")
+    report.add_argument("--output-dir", help="where report.html and figures/ go (default: the dataset's folder)")
+    report.add_argument("--baseline", metavar="OTHER", help="another campaign's dataset (.nc) or campaign file: "
+                        "the report also compares this campaign against it (commlens compare's method)")
+    report.set_defaults(verb=_verb("report", "report"))
+
+    compare = verbs.add_parser(
+        "compare", help="candidate against baseline, cell by cell: what changed, where, by how much, is it real")
+    compare.add_argument("baseline", help="dataset (.nc) or campaign file of the baseline")
+    compare.add_argument("candidate", help="dataset (.nc) or campaign file of the candidate")
+    compare.add_argument("--map", action="append", default=[], metavar="OLD=NEW",
+                         help="the baseline's library row OLD is the candidate's NEW (repeatable)")
+    compare.add_argument("--min-effect", type=float, default=0.05,
+                         help="smallest relative change reported (default 0.05)")
+    compare.add_argument("--confidence", type=float, default=0.95,
+                         help="interval level; the false discovery rate is 1 - confidence (default 0.95)")
+    compare.add_argument("--fail-on", choices=("regressed", "improved", "changed"),
+                         help="exit 1 when any cell has this verdict (gate an update in CI)")
+    compare.add_argument("--output", help="write the table of changed size ranges (.csv or .json)")
+    compare.set_defaults(verb=_verb("compare", "compare"))
+
+    bisect = verbs.add_parser(
+        "bisect", help="the first release of one MPI family between BASELINE and CANDIDATE that shows a change: "
+                       "each step a small campaign of one release against the baseline, halving the range")
+    bisect.add_argument("baseline", help="installation spec of the release without the change (envs/mpi/<name>.yaml, "
+                                         "e.g. mpich-4.3.2)")
+    bisect.add_argument("candidate", help="installation spec of the release with it (e.g. mpich-5.0.2)")
+    bisect.add_argument("--kernel", help="the kernel to watch (e.g. pingpong.send)")
+    bisect.add_argument("--placement", action="append", default=[], metavar="NAME",
+                        help="a placement to watch, named <nodes>N<ppn>P (e.g. 1N2P; repeatable)")
+    bisect.add_argument("--sizes", help="message sizes to watch, comma-separated (e.g. 8,1Ki)")
+    bisect.add_argument("--cells", metavar="TABLE", help="watch the changed ranges of a table commlens compare "
+                                                         "--output wrote (.csv or .json) instead")
+    bisect.add_argument("--launches", type=int, default=3, help="launches a side per step (default 3)")
+    bisect.add_argument("--min-effect", type=float, default=0.05,
+                        help="smallest relative change compare reports (default 0.05)")
+    bisect.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    bisect.add_argument("--directory", default=".", help="the workflow's working directory: the steps' results/, "
+                                                         "the shared build/ and bisect/ (default: here)")
+    bisect.add_argument("--json", action="store_true",
+                        help="print the steps and the answer as JSON (progress then goes to standard error)")
+    bisect.add_argument("--snakemake", default="", metavar="ARGS",
+                        help="arguments passed on to Snakemake for every step, in one word "
+                             "(e.g. --snakemake '--cores 2 --config build_dir=/scratch/build')")
+    bisect.set_defaults(verb=_verb("bisect", "bisect"))
+
+    history = verbs.add_parser(
+        "history", help="what changed from one rerun of a campaign to the next (results/<campaign>/history/)")
+    history.add_argument("target", help="results/<campaign>, its dataset (.nc) or the campaign file")
+    history.add_argument("--min-effect", type=float, default=0.05,
+                         help="smallest relative change reported (default 0.05)")
+    history.add_argument("--output", help="write the table of changed size ranges (.csv or .json)")
+    history.set_defaults(verb=_verb("compare", "history"))
+
+    export = verbs.add_parser("export", help="a dataset as a tidy table, one row per point and launch")
+    export.add_argument("target", help="campaign file or dataset (.nc)")
+    export.add_argument("--format", choices=("csv", "parquet", "json"),
+                        help="default: the output's suffix, else csv")
+    export.add_argument("--output", help="the table's path, or - for standard output (default: the dataset's "
+                                         "path, with the format's suffix; .pairs.csv and so on with --pairs)")
+    export.add_argument("--pairs", action="store_true",
+                        help="a row per pair of ranks timed by the kernels that time pairs (allpairs.*, fan.*, "
+                             "bisection), with each rank's node, instead of a row per point")
+    export.set_defaults(verb=_verb("datasets", "export"))
+
+    for suite, what in (("osu", "OSU Micro-Benchmarks outputs (one benchmark run per file)"),
+                        ("imb", "IMB-MPI1 outputs (their point-to-point and collective tables)"),
+                        ("netpipe", "NetPIPE 5 NPmpi runs (each run's -o file and its console output)")):
+        importer = verbs.add_parser(f"import-{suite}", help=f"{what} as a dataset in the campaign schema: one "
+                                                            "library row, marked imported")
+        importer.add_argument("files", nargs="+", metavar="FILE",
+                              help="files of one kernel and one kind of run are its launches; every file is "
+                                   "tried, and any refused are listed with their reasons")
+        importer.add_argument("--library", required=True, help="the library row's name (e.g. mpich-5.0.2)")
+        importer.add_argument("--placement", required=True, help="the placement's name (e.g. 1N2P); it must have "
+                                                                 "the ranks the files say they ran on")
+        importer.add_argument("--nodes", type=int, help="default: what the placement's name says (<nodes>N<ppn>P)")
+        importer.add_argument("--ppn", type=int, help="default: what the placement's name says")
+        if suite != "imb":
+            importer.add_argument("--kernel", help="the row's kernel: the benchmark's (osu_latency: pingpong.send, "
+                                                   "...), optionally with @LABEL")
+        if suite == "osu":
+            importer.add_argument("--osu-sizes", metavar="MIN:MAX", help="the -m the runs were given (default: "
+                                  "each benchmark's own range); a file that stops short of it is truncated")
+        importer.add_argument("--skip-bad", action="store_true",
+                              help="write the files that can be imported and list the others; without it, one "
+                                   "refused file means nothing is written (all refusals are listed either way)")
+        importer.add_argument("--partial", action="store_true",
+                              help="import truncated files too (cut short of what they say they were to run), "
+                                   "marked partial; without it they are refused")
+        importer.add_argument("-o", "--output", required=True, help="the dataset to write (.nc)")
+        importer.set_defaults(verb=_verb("datasets", "import_files"))
+    return parser

@@ -1,0 +1,52 @@
+"""What the report is made of: a Figure (built once per plotting backend), a Table, and a Skipped
+figure or table that says what the dataset lacks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+@dataclass
+class Figure:
+    name: str          # file stem under figures/
+    title: str
+    caption: str
+    build: object      # () -> HoloViews object, called once per backend
+    panels: int = 1    # small multiples: what drawing it costs grows with them
+    page: str = ""     # the report page it belongs on (see figures.PAGES); "" the first page
+    # The (library, placement, kernel) curves it draws against size, time and bandwidth: every measured
+    # curve is drawn so somewhere (figures.every_curve draws those no other figure does).
+    curves: frozenset = frozenset()
+
+
+@dataclass
+class Skipped:
+    name: str
+    title: str
+    reason: str
+
+
+@dataclass
+class Table:
+    name: str
+    title: str
+    caption: str
+    frame: pd.DataFrame      # numbers as numbers (us, MB/s, ratios: the column names say which)
+
+    def readable(self) -> pd.DataFrame:
+        """The frame as the report and notebooks show it: every number of a float column with the same
+        significant figures and no exponent (commlens.units.format_number), missing values empty."""
+        return readable(self.frame)
+
+
+def readable(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with its float columns as text (commlens.units.format_number): '10680' beside '1590'."""
+    from commlens.units import format_number
+
+    shown = frame.copy()
+    for column in shown.columns:
+        if pd.api.types.is_float_dtype(shown[column]):
+            shown[column] = shown[column].map(format_number)
+    return shown

@@ -1,0 +1,215 @@
+"""What the report opens with, "at a glance": per curve the latency at its smallest size and its peak
+bandwidth with their 95% intervals, how many points met the precision target, and a warning where
+the data say the host may have been busy or the tails are wide. A campaign in which no launch gave
+data gets instead which rows gave none and why.
+
+Every number is read from the dataset (through ReportData.points and the per-point records); the
+warnings are possibilities the data point to, worded as such, never a diagnosis. A curve imported
+from another suite's files is marked (its `source`, with a numbered legend line saying what its numbers
+are) and left out of the precision statements: no precision target applied to it.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from commlens.data.origins import curve_marks, curve_origins, imported_libraries, legends
+from commlens.report.analysis_table import ReportData
+from commlens.units import format_interval, format_mbps, format_number, format_size, format_us
+
+# A launch's P90 this many times its median: a tenth of its samples took that much longer.
+WIDE_TAIL = 2.0
+# The launches' medians of one point this many times apart: the launches disagree.
+LAUNCHES_APART = 1.5
+# Below this share of points that met the precision target, the report says so up front.
+FEW_SETTLED = 0.5
+# Percentiles of a launch with fewer samples say little about its tail.
+TAIL_SAMPLES = 10
+# More headline rows than this and the rest are in the tables further down.
+MAX_ROWS = 24
+
+
+@dataclass
+class Glance:
+    headline: pd.DataFrame                         # a row per curve: latency and peak bandwidth, intervals
+    lines: list[str] = field(default_factory=list)     # facts: precision, launches
+    warnings: list[str] = field(default_factory=list)  # what may make the numbers less than they seem
+    no_data: pd.DataFrame | None = None             # no launch gave data: rows, status, launches, reason
+
+    def markdown(self) -> str:
+        """The facts and warnings as Markdown, for a notebook (the table is shown beside it)."""
+        first = ["**No launch gave data**: each row of the campaign, how its launches ended, and why."] \
+            if self.no_data is not None else []
+        return "\n\n".join(first + self.lines + [f"**Read with care**: {line}" for line in self.warnings])
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The headline per curve, or (no launch gave data) the rows and why."""
+        return self.headline if self.no_data is None else self.no_data
+
+
+def dataset_shape(ds) -> str:
+    """'2 libraries x 2 placements x 1 kernel x 23 sizes x 3 launches; 428984 samples'."""
+    plural = {"library": "libraries", "launch": "launches"}
+    words = [f"{ds.sizes[dim]} {dim if ds.sizes[dim] == 1 else plural.get(dim, dim + 's')}"
+             for dim in ("library", "placement", "kernel", "size", "launch") if dim in ds.sizes]
+    return " x ".join(words) + (f"; {ds.sizes['sample']} samples" if "sample" in ds.sizes else "")
+
+
+def at_a_glance(data: ReportData) -> Glance:
+    """What the report opens with (see the module's docstring)."""
+    ds = data.ds
+    if data.points.empty:
+        return Glance(pd.DataFrame(), [_launch_line(ds)], no_data=_no_data_rows(ds))
+    lines = [_precision_line(ds), _launch_line(ds), *_imported_lines(ds)]
+    return Glance(_headline(data), [line for line in lines if line], _warnings(ds))
+
+
+def _imported_lines(ds) -> list[str]:
+    """What the imported curves' numbers are, a numbered line each, as the headline's `source` cites them."""
+    lines = legends(curve_origins(ds))[1]
+    if not lines:
+        return []
+    return (["Rows whose source is imported [n] were measured by other suites and read from their files (Methods, "
+             "Imported rows, names each file), with no precision target; line [n] says what their numbers are:"]
+            + [f"[{number}] {line}." for number, line in enumerate(lines, start=1)])
+
+
+def _headline(data: ReportData) -> pd.DataFrame:
+    """The main ping-pong's curves (every curve where the campaign has none), one row each."""
+    points = data.points
+    kernel = data.main_kernel()
+    if kernel is not None:
+        points = points[points["kernel"] == kernel]
+    rows = []
+    marks = curve_marks(curve_origins(data.ds))
+    for (library, placement, kernel), curve in points.groupby(["library", "placement", "kernel"], sort=False):
+        smallest = curve.loc[curve["size"].idxmin()]
+        sized = curve[curve["size"] > 0]
+        peak = sized.loc[sized["bandwidth_MBps"].idxmax()] if len(sized) else None
+        rows.append({
+            "library": library, "placement": placement, "kernel": kernel,
+            "smallest size": format_size(smallest["size"]),
+            "latency (us) [95%]": format_interval(*(format_us(smallest[f"{name}_s"]) for name in
+                                                    ("median", "ci_low", "ci_high"))),
+            "peak bandwidth (MB/s) [95%]": "" if peak is None else format_interval(
+                *(format_mbps(peak[f"{name}_Bps"]) for name in ("bandwidth", "bandwidth_low", "bandwidth_high"))),
+            "peak at": "" if peak is None else format_size(peak["size"]),
+            "launches": int(smallest["launches"]),
+        })
+        if marks:
+            rows[-1]["source"] = marks.get((str(library), str(placement), str(kernel)), "measured")
+    return pd.DataFrame(rows).head(MAX_ROWS)
+
+
+def _measured(ds) -> np.ndarray:
+    """Points commlens measured, to a precision target (an imported point had none)."""
+    measured = ds["sample_count"] > 0
+    imported = imported_libraries(ds)
+    if imported:
+        measured = measured & ~ds["library"].isin(imported)
+    return measured.transpose(*ds["sample_count"].dims).values
+
+
+def _precision_line(ds) -> str:
+    if "settled" not in ds:
+        return ""
+    measured = _measured(ds)
+    if not measured.any():
+        return ""
+    settled = int((ds["settled"].values.astype(bool) & measured).sum())
+    config = ds.attrs.get("campaign_config", "")
+    target = _rse_target(config)
+    return (f"{settled} of {int(measured.sum())} points (one size in one launch) met the precision target"
+            + (f" (relative standard error of the mean at most {target:.1%})" if target else "")
+            + "; the others stopped at a cap on samples or time.")
+
+
+def _rse_target(config: str):
+    try:
+        return json.loads(config or "{}").get("precision", {}).get("rse")
+    except ValueError:
+        return None
+
+
+def _launch_line(ds) -> str:
+    if "status" not in ds:
+        return ""
+    status = [s for s in ds["status"].values.ravel().tolist() if s != "skipped"]
+    ok = status.count("ok")
+    if ok == len(status):
+        return f"All {ok} launches gave data."
+    return f"{ok} of {len(status)} launches gave data; see Failed launches for the others and why."
+
+
+def _where(ds, index: tuple) -> str:
+    """'mpich-5.0.2, 2N1P, pingpong.send at 8 B, launch 2' for a point's index over POINT_DIMS."""
+    library, placement, kernel, size, launch = (ds[dim].values[i] for dim, i in
+                                                zip(("library", "placement", "kernel", "size", "launch"), index))
+    return f"{library}, {placement}, {kernel} at {format_size(size)}, launch {launch}"
+
+
+def _warnings(ds) -> list[str]:
+    """Wide tails within launches, launches that disagree, few points that met the target."""
+    from commlens.data.samples import POINT_DIMS
+
+    measured = ds["sample_count"].transpose(*POINT_DIMS).values
+    found = []
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # points no launch measured are all NaN
+        median = ds["median"].transpose(*POINT_DIMS).values
+        if "quantiles" in ds:
+            p90 = ds["quantiles"].sel(quantile=0.9).transpose(*POINT_DIMS).values
+            tail = np.where(measured >= TAIL_SAMPLES, p90 / median, np.nan)
+            wide = np.nan_to_num(tail) >= WIDE_TAIL
+            if wide.any():
+                worst = np.unravel_index(np.nanargmax(tail), tail.shape)
+                found.append(f"wide tails: in {int(wide.sum())} of {int((measured >= TAIL_SAMPLES).sum())} points "
+                                f"a launch's P90 is {WIDE_TAIL:g}x its median or more (at most "
+                                f"{format_number(tail[worst], 3)}x: {_where(ds, worst)})")
+        typical = np.where(measured > 0, median, np.nan)
+        apart = np.nanmax(typical, axis=-1) / np.nanmin(typical, axis=-1)
+        several = (measured > 0).sum(axis=-1) >= 2
+        apart = np.where(several, apart, np.nan)
+        far = np.nan_to_num(apart) >= LAUNCHES_APART
+        if far.any():
+            worst = np.unravel_index(np.nanargmax(apart), apart.shape)
+            where = _where(ds, worst + (0,)).rsplit(", launch", 1)[0]
+            found.append(f"launches disagree: at {int(far.sum())} of {int(several.sum())} points the launches' "
+                            f"medians are {LAUNCHES_APART:g}x apart or more (at most {format_number(apart[worst], 3)}x: "
+                            f"{where})")
+    if "settled" in ds and _measured(ds).any():
+        share = (ds["settled"].values.astype(bool) & _measured(ds)).sum() / max(int(_measured(ds).sum()), 1)
+        if share < FEW_SETTLED:
+            found.append(f"only {share:.0%} of the points met the precision target")
+    if not found:
+        return []
+    return ["; ".join(found) + ". The host may have been busy while these were measured (other jobs, "
+                    "frequency changes) or the path is noisy: the intervals are wide where launches disagree; "
+                    "rerun on a quiet host, or with more launches, before drawing conclusions."]
+
+
+def _no_data_rows(ds) -> pd.DataFrame:
+    """Every (library, placement, kernel) whose launches gave no data, with their status, how many
+    launches, and why (one row per distinct reason)."""
+    if "status" not in ds:
+        return pd.DataFrame()
+    columns = ["status", "reason"] if "reason" in ds else ["status"]
+    table = ds[columns].to_dataframe()[columns].reset_index()
+    table = table[table["status"] != "skipped"]
+    if "reason" not in table:
+        table["reason"] = ""
+    if "library_status" in ds.coords:      # a library whose environment or build failed says why once
+        failed = {str(k): (str(s), str(r)) for k, s, r in zip(ds["library"].values, ds["library_status"].values,
+                                                             ds["library_reason"].values) if s != "ok"}
+        for library, (status, reason) in failed.items():
+            mine = table["library"] == library
+            table.loc[mine & (table["reason"] == ""), "reason"] = reason
+    grouped = table.groupby(["library", "placement", "kernel", "status", "reason"], sort=False).size()
+    return grouped.rename("launches").reset_index()[["library", "placement", "kernel", "status", "launches",
+                                                     "reason"]]

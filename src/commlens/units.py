@@ -1,0 +1,119 @@
+"""Numbers as people write and read them: message sizes in campaign files (4096, "64Ki", "4Mi", "1k"),
+and sizes, times, bandwidths, durations and changes in every table, message and report. One place, so
+that a size reads "64 KiB", a time "0.3531" us and a change "12% slower" wherever commlens prints one."""
+
+import math
+import re
+
+# Binary, as OSU, IMB and NetPIPE label message sizes ("4M" is 4194304 B); Ki, Mi and Gi say the same.
+_MULTIPLIERS = {"": 1, "k": 2**10, "K": 2**10, "M": 2**20, "G": 2**30, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+_SIZE = re.compile(r"\A\s*(\d+)\s*(Ki|Mi|Gi|k|K|M|G)?\s*\Z")
+
+
+def parse_size(value) -> int:
+    """Bytes from an int or a string with an optional k (K), M, G or Ki, Mi, Gi suffix, each a power of 1024."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a size: {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"size must be >= 0, got {value}")
+        return value
+    match = _SIZE.match(str(value))
+    if not match:
+        raise ValueError(f"not a size: {value!r} (bytes, optionally with k, M, G, Ki, Mi or Gi: powers of 1024)")
+    number, suffix = match.groups()
+    return int(number) * _MULTIPLIERS[suffix or ""]
+
+
+def format_size(size) -> str:
+    """Bytes as people read them: '8 B', '4 KiB', '1.5 MiB' (binary units, one decimal at most)."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{int(size)} B" if unit == "B" else f"{value:.1f}".removesuffix(".0") + f" {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_size_range(low, high) -> str:
+    """'4 KiB' or '4 KiB–64 KiB'."""
+    return format_size(low) if low == high else f"{format_size(low)}–{format_size(high)}"
+
+
+def format_change(ratio: float, low: float, high: float) -> str:
+    """A ratio of times (candidate / baseline) and its interval as a change: '12% slower [9%, 15%]'."""
+    word = "slower" if ratio > 1 else "faster"
+    if low != low or high != high:      # no interval (nothing measured the spread): the change alone
+        return f"{abs(ratio - 1) * 100:.0f}% {word}"
+    bounds = sorted(abs(value - 1) * 100 for value in (low, high))
+    return f"{abs(ratio - 1) * 100:.0f}% {word} [{bounds[0]:.0f}%, {bounds[1]:.0f}%]"
+
+
+def format_seconds(seconds) -> str:
+    """A measured time with its unit: '3.2 ms', '850 ns'; '' for a missing or infinite one."""
+    if seconds is None or seconds != seconds or abs(seconds) == float("inf"):
+        return ""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(seconds) >= scale or unit == "ns":
+            return f"{seconds / scale:.3g} {unit}"
+    raise AssertionError("unreachable")
+
+
+def format_duration(seconds: float) -> str:
+    """How long something took or will take, as a person reads it: '0.4 s', '14 s', '6 min', '2.5 h'."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# Tables and the report print times in microseconds and bandwidths in MB/s (1e6 B/s), as OSU and
+# the reports do, every value with the same number of significant figures and never in exponent
+# notation: "10680" beside "1590", not "1.068e+04".
+US = 1e-6
+MB = 1e6
+SIGNIFICANT = 4
+
+
+def format_number(value, digits: int = SIGNIFICANT) -> str:
+    """`digits` significant figures, whole numbers from 1000 up, no exponent: '0.3531', '12.47',
+    '1590', '10680'; '' for a missing or infinite value."""
+    if value is None or value != value or abs(value) == float("inf"):
+        return ""
+    value = float(value)
+    if abs(value) >= 10 ** (digits - 1):
+        return f"{value:.0f}"
+    if value == 0:
+        return "0"
+    decimals = max(digits - 1 - math.floor(math.log10(abs(value))), 0)
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def format_us(seconds, digits: int = SIGNIFICANT) -> str:
+    """A time in seconds as microseconds, the number alone (the column says 'us')."""
+    return "" if seconds is None else format_number(float(seconds) / US, digits)
+
+
+def format_mbps(bytes_per_s, digits: int = SIGNIFICANT) -> str:
+    """A bandwidth in B/s as MB/s (1e6 B/s), the number alone."""
+    return "" if bytes_per_s is None else format_number(float(bytes_per_s) / MB, digits)
+
+
+def format_interval(value: str, low: str, high: str) -> str:
+    """'0.3531 [0.35, 0.36]' of already formatted numbers; the value alone where a bound is missing."""
+    return f"{value} [{low}, {high}]" if value and low and high else value
+
+
+def format_exact_size(size) -> str:
+    """format_size where it is exact ('16 KiB'), else bytes ('16381 B', not a rounded '16 KiB'): a
+    switch between 16381 B and 16 KiB must not read as one between 16 KiB and 16 KiB."""
+    if size is None or size != size or abs(float(size)) == float("inf"):
+        return ""
+    text = format_size(size)
+    number, unit = text.split()
+    exact = float(number) * 1024 ** ("B", "KiB", "MiB", "GiB", "TiB").index(unit) == float(size)
+    return text if exact else f"{int(size)} B"
