@@ -6,7 +6,7 @@ from pathlib import Path
 
 from commlens.campaign import campaign_from_config
 from commlens.io.atomic import WriteError
-from commlens.launch.locks import LockTimeout
+from commlens.launch.locks import LockError
 from commlens.launch.placement import Placement
 from commlens.launch.run import run_launch
 from commlens.launch.progress import campaign_progress, progress_line
@@ -30,7 +30,7 @@ with open(snakemake.log[0], "w", buffering=1) as log:   # line by line: a full d
             timeout_s=settings["timeout"], library_env=settings["library_env"], log=log,
             scratch=settings["scratch"], settings=settings, turn=campaign.turn(*run),
         )
-    except (WriteError, LockTimeout) as error:
+    except (WriteError, LockError) as error:
         # No raw file: the next run of the workflow redoes the launch.
         message = f"launch {w.library}/{w.placement}/{w.kernel}/{w.launch} not recorded: {error}"
         with contextlib.suppress(OSError):

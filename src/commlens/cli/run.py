@@ -34,7 +34,8 @@ from pathlib import Path
 from commlens.campaign import load_campaign
 from commlens.cli.bisections import BISECTIONS_FILE, run_bisections
 from commlens.cli.until_decided import LAUNCHES_TARGET, refuse_when_asked_for_rounds, run_until_decided
-from commlens.launch.progress import PROGRESS_LINE, record_stage, stage_estimate_s
+from commlens.launch.progress import (NOT_RECORDED_LINE, PROGRESS_LINE, WAITING_LINE, record_stage,
+                                      stage_estimate_s)
 from commlens.launch.supervision import guarded_workflow
 from commlens.locations import resolve
 from commlens.units import format_duration
@@ -207,8 +208,11 @@ class Console:
         self.report_offset = 0
 
     def feed(self, line: str) -> None:
-        if PROGRESS_LINE.match(line) or NOTHING.match(line):
+        if PROGRESS_LINE.match(line) or NOTHING.match(line) or WAITING_LINE.match(line):
             print(line, flush=True)
+            return
+        if NOT_RECORDED_LINE.match(line):
+            print(line, file=sys.stderr, flush=True)
             return
         field = JOB_FIELD.match(line) if self.pending is not None else None
         if field:

@@ -160,7 +160,7 @@ class Engines:
         try:
             with locks.machine(what, wait_s=LEFTOVER_WAIT_S):
                 remove_leftovers(self.leftovers, self.leftovers_before)
-        except locks.LockTimeout as busy:
+        except locks.LockError as busy:
             logging.getLogger(__name__).warning("%s: what the launcher left (%s) is left: %s", what,
                                                 ", ".join(self.leftovers), busy)
 

@@ -13,6 +13,12 @@ it ends, so a killed holder never leaves a stale lock behind. A launch's supervi
 the launch (held_descriptors()): a launch whose launcher was killed outright keeps them until the
 supervisor has ended its processes and removed what they left. The lock file says who holds it (for
 the waiting one's message); a launch's lock file is removed by its holder when the launch ends.
+
+The machine's lock sits in a folder every user may write, so its name may have been taken first by
+anyone: it is opened without following a symbolic link and used only where it is a regular file with
+one name, owned by this user or by root (a file root made in a shared folder, which no one else can
+have put there). Anything else is refused with one line naming it (LockRefused), and nothing is
+written to a lock file this user does not own.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ import contextlib
 import errno
 import fcntl
 import os
+import pwd
 import socket
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -43,8 +51,17 @@ def machine_lock_path() -> Path:
     return Path(tempfile.gettempdir()) / "commlens-machine.lock"
 
 
-class LockTimeout(RuntimeError):
+class LockError(RuntimeError):
+    """A lock that could not be taken: the launch is not run, and not recorded (the next run redoes it)."""
+
+
+class LockTimeout(LockError):
     """A lock still held by another process after the longest wait allowed."""
+
+
+class LockRefused(LockError):
+    """A lock file that is a symbolic link, not a regular file, a file with several names, or another
+    user's: the one line names it, what it is, and how to go on."""
 
 
 def holder_line(what: str) -> str:
@@ -54,16 +71,17 @@ def holder_line(what: str) -> str:
 
 @contextlib.contextmanager
 def held(path, holder: str, *, wait_s: float | None = None, on_wait: Callable[[str], None] | None = None,
-         remove: bool = False) -> Iterator[float]:
+         remove: bool = False, hint: str = "remove it") -> Iterator[float]:
     """Holds the flock of `path` for the block; yields the seconds it waited for it. While another
     process holds it, `on_wait` is told once who (what it wrote in the file) and the lock is tried
     again every POLL_S (signals still reach this process), up to `wait_s` (None: without end), then
-    LockTimeout. `remove`: the file goes when the block ends (a launch's; the machine's stays)."""
+    LockTimeout. `remove`: the file goes when the block ends (a launch's; the machine's stays). A lock file
+    that _open refuses raises LockRefused, its line ending with `hint` (what to do about it)."""
     path = Path(path)
     t0 = time.monotonic()
     told = False
     while True:
-        fd = _open(path)
+        fd, ours = _open(path, hint)
         try:
             if _try_lock(fd):
                 if _same_file(fd, path):
@@ -82,11 +100,10 @@ def held(path, holder: str, *, wait_s: float | None = None, on_wait: Callable[[s
         os.close(fd)
         time.sleep(POLL_S)
     waited = time.monotonic() - t0
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (holder + "\n").encode(), 0)
-    except OSError:
-        pass                          # read-only (another user's machine lock): the lock still holds
+    if ours:                          # root's machine lock, taken by another user, is only read
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (holder + "\n").encode(), 0)
     _HELD.add(fd)
     try:
         yield waited
@@ -95,7 +112,7 @@ def held(path, holder: str, *, wait_s: float | None = None, on_wait: Callable[[s
         if remove:
             with contextlib.suppress(OSError):
                 path.unlink()         # while still held: a waiter that opened it takes a new one
-        else:
+        elif ours:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
         os.close(fd)                  # drops the lock
@@ -115,20 +132,56 @@ def machine(what: str, tell: Callable[[str], None] | None = None, *, holder: str
     path = machine_lock_path()
     on_wait = None if tell is None else (
         lambda other: tell(f"{what}: waiting for the machine: {other} is running there (lock {path})"))
-    return held(path, holder or holder_line(what), wait_s=wait_s, on_wait=on_wait)
+    return held(path, holder or holder_line(what), wait_s=wait_s, on_wait=on_wait,
+                hint="remove it, or set COMMLENS_MACHINE_LOCK to a file of your own")
 
 
-def _open(path: Path) -> int:
-    """The lock file, made if missing and writable by every user (the machine's is shared); opened
-    read-only where another user made it without write permission (flock needs no more)."""
+def _open(path: Path, hint: str) -> tuple[int, bool]:
+    """The lock file's descriptor, and whether this user owns it (and so may write who holds it).
+    Made if missing, readable by every user (flock needs no more: other users' launches take it too);
+    never through a symbolic link, and never a FIFO or device (O_NONBLOCK: opening one does not wait).
+    Raises LockRefused for anything but a regular file with one name, owned by this user or root."""
+    flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    created = False
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    except PermissionError:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    with contextlib.suppress(OSError):
-        if os.fstat(fd).st_uid == os.geteuid():
-            os.fchmod(fd, 0o666)      # past the umask: other users' launches take it too
-    return fd
+        try:
+            fd = os.open(path, os.O_RDWR | flags)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | flags, 0o644)
+                created = True
+            except FileExistsError:   # made meanwhile by another launch, or a dangling link: look again
+                return _open(path, hint)
+        except PermissionError:
+            fd = os.open(path, os.O_RDONLY | flags)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise LockRefused(f"lock {path} is a symbolic link; a lock is never opened through one: refused, "
+                              f"nothing was done to it ({hint})") from None
+        raise
+    info = os.fstat(fd)
+    problem = None
+    if not stat.S_ISREG(info.st_mode):
+        problem = "is not a regular file"
+    elif info.st_nlink != 1:
+        problem = f"is a file with {info.st_nlink} names (hard links)"
+    elif info.st_uid not in (os.geteuid(), 0):
+        problem = f"is owned by {_user(info.st_uid)}, neither this user nor root"
+    if problem:
+        os.close(fd)
+        raise LockRefused(f"lock {path} {problem}: refused, nothing was done to it ({hint})")
+    if created:
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o644)      # past the umask: readable by every user; this process made it
+    writable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR
+    return fd, writable and info.st_uid == os.geteuid()
+
+
+def _user(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 def _try_lock(fd: int) -> bool:
@@ -147,7 +200,8 @@ def _try_lock(fd: int) -> bool:
 
 def _same_file(fd: int, path: Path) -> bool:
     try:
-        return os.fstat(fd).st_ino == os.stat(path).st_ino
+        mine, named = os.fstat(fd), os.lstat(path)
+        return (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino)
     except FileNotFoundError:
         return False
 

@@ -134,6 +134,11 @@ def progress_line(progress: Progress, run: Run, record: dict) -> str:
 
 # What progress_line prints: how `commlens run` picks the campaign's progress out of Snakemake's output.
 PROGRESS_LINE = re.compile(r"^\[\d+/\d+ launches\] ")
+# A launch's lines that `commlens run` shows as they come: one waiting for the machine (locks.machine's
+# message), and one that could not be recorded (workflow/scripts/run_launch.py: its lock refused, a full
+# disk), which Snakemake's own error message that follows does not name.
+WAITING_LINE = re.compile(r"^\S.*: waiting for the machine: ")
+NOT_RECORDED_LINE = re.compile(r"^launch \S+ not recorded: ")
 
 
 # ----------------------------------------------------------------------------- collect and the report
