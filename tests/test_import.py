@@ -4,7 +4,9 @@ the figures and compare read like a campaign's, with every number of every file.
 
 import hashlib
 import json
+import os
 import re
+import tracemalloc
 from pathlib import Path
 
 import holoviews as hv
@@ -16,7 +18,8 @@ from commlens.analysis.compare import across
 from commlens.data import synthetic as syn
 from commlens.data.imported import ImportRefused, import_files, write
 from commlens.interactive import append_to_campaign
-from commlens.io.importers import ImportFileError, read_osu
+from commlens.io.importers import ImportFileError, read_batch, read_osu
+from commlens.io.importers.common import MAX_FILE_BYTES, MAX_ROWS
 from commlens.io.netcdf import write_dataset
 from commlens.report import ReportData
 from commlens.report.backends import build_with
@@ -402,6 +405,127 @@ def test_a_netpipe_file_alone_or_cut_short_is_refused(tmp_path):
                                             r"the -o file 31"):
         import_files([cut_out, console], "netpipe", "l", "1N2P")
     assert import_files([cut_out, console], "netpipe", "l", "1N2P", partial=True).sizes["size"] == 31
+
+
+# ---------------------------------------------------------------------------- numbers no run prints, files no run writes
+
+def edited(path: Path, directory: Path, starts: str, row: str) -> tuple[Path, int]:
+    """A copy of `path` in `directory` whose first line starting with `starts` (less its indent) is
+    `row`, and that line's number."""
+    lines = path.read_text().splitlines()
+    number = next(i for i, line in enumerate(lines, 1) if line.strip().startswith(starts))
+    lines[number - 1] = row
+    copy = directory / path.name
+    copy.write_text("\n".join(lines) + "\n")
+    return copy, number
+
+
+def refusal(suite: str, path: Path) -> str:
+    """Why the import of `path` (a NetPIPE -o file with its console) is refused."""
+    paths = [path, NETPIPE / "np-mpich-5.0.2.console.txt"] if suite == "netpipe" else [path]
+    with pytest.raises(ImportRefused) as info:
+        import_files(paths, suite, "l", "1N2P")
+    return str(info.value)
+
+
+# A time of each suite, as its row prints it ({} the value): (suite, file, row's start, row, column).
+TIMES = [("osu", OSU2[0].with_name("osu_latency.txt"), "1048576 ", "1048576  {}", "Avg Latency(us)"),
+         ("imb", IMB2, "1048576 ", "1048576  40  {}  4781.93", "t[usec]"),
+         ("netpipe", NETPIPE / "np-mpich-5.0.2.out", "3 ", "3  0.003  0.002  0.004  {}", "time (us)")]
+
+
+@pytest.mark.parametrize("value", ["-97.64", "0.00", "inf", "nan"])
+@pytest.mark.parametrize("suite, path, starts, row, column", TIMES, ids=["osu", "imb", "netpipe"])
+def test_a_time_that_is_no_time_is_refused_with_its_line_and_value(suite, path, starts, row, column, value, tmp_path):
+    bad, number = edited(path, tmp_path, starts, row.format(value))
+    why = refusal(suite, bad)
+    assert f"{bad}:{number}: {column} {value}: must be a finite number above 0" in why
+    if value == "0.00":
+        assert "no operation takes no time" in why
+
+
+@pytest.mark.parametrize("suite, path, starts, row, message", [
+    ("osu", OSU2[0].with_name("osu_latency.txt"), "1024 ", "1024.5  0.76", "Size 1024.5: must be a whole number of "
+                                                                           "bytes, 0 or more"),
+    ("osu", OSU2[0].with_name("osu_latency.txt"), "1024 ", "-1024  0.76", "Size -1024: must be a whole number"),
+    ("osu", OSU2[0].with_name("osu_bw.txt"), "65536 ", "65536  -0.01", "Bandwidth (MB/s) -0.01: must be a finite "
+                                                                       "number, 0 or more"),
+    ("imb", IMB2, "1048576 ", "1048576.5  40  219.28  4781.93", "#bytes 1048576.5: must be a whole number of bytes"),
+    ("imb", IMB2, "1048576 ", "-1048576  40  219.28  4781.93", "#bytes -1048576: must be a whole number of bytes"),
+    ("imb", IMB2, "1048576 ", "1048576  0  219.28  4781.93", "#repetitions 0: must be a whole number above 0"),
+    ("imb", IMB2, "1048576 ", "1048576  40  219.28  inf", "Mbytes/sec inf: must be a finite number, 0 or more"),
+    ("netpipe", NETPIPE / "np-mpich-5.0.2.out", "3 ", "-3  0.003  0.002  0.004  8.05", "bytes -3: must be a whole "
+                                                                                      "number of bytes"),
+    ("netpipe", NETPIPE / "np-mpich-5.0.2.out", "3 ", "3  nan  0.002  0.004  8.05", "average Gbps nan: must be"),
+], ids=["osu-fraction", "osu-negative", "osu-rate", "imb-fraction", "imb-negative", "imb-repetitions", "imb-rate",
+        "netpipe-negative", "netpipe-rate"])
+def test_a_size_count_or_rate_no_run_prints_is_refused_with_its_line(suite, path, starts, row, message, tmp_path):
+    bad, number = edited(path, tmp_path, starts, row)
+    assert f"{bad}:{number}: {message}" in refusal(suite, bad)
+
+
+def peak_memory(action) -> tuple[object, int]:
+    """What `action()` returns and the most memory it held at once."""
+    tracemalloc.start()
+    try:
+        return action(), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("suite", ["osu", "imb", "netpipe"])
+def test_a_file_over_the_size_limit_is_refused_from_its_size_unread(suite, tmp_path):
+    path = tmp_path / "huge.txt"
+    path.write_text("# OSU MPI Latency Test v7.4\n")
+    os.truncate(path, MAX_FILE_BYTES + 1)            # sparse: made at once; reading it would take 64 MiB
+    (_, refusals), peak = peak_memory(lambda: read_batch([path], suite, 2))
+    assert peak < 2**20                              # not a MiB of it was read
+    assert [str(r) for r in refusals] == [f"{path}: {MAX_FILE_BYTES + 1} bytes (64.0 MiB), over the limit of "
+                                          f"{MAX_FILE_BYTES} bytes (64 MiB) for one file: an OSU, IMB or NetPIPE "
+                                          f"output is a few hundred KB"]
+
+
+FILLER = 20 * 2**20            # bytes of the large files below: memory held must stay far below it
+TITLE, HEADER = b"# OSU MPI Latency Test v7.4\n", b"# Datatype: MPI_CHAR.\n# Size       Avg Latency(us)\n"
+
+
+def warnings_between_rows() -> bytes:
+    """The real osu_latency run with an MPI library's warning repeated between its lines, FILLER bytes."""
+    lines = OSU2[0].with_name("osu_latency.txt").read_bytes().splitlines(keepends=True)
+    warning = b"[node1:12345] mca_btl_tcp: warning: interface eth1 unreachable, connections to it are slow " * 2 + b"\n"
+    return b"".join(line + warning * (FILLER // len(warning) // len(lines)) for line in lines)
+
+
+def repeated(row: bytes) -> bytes:
+    return row * (FILLER // len(row))
+
+
+@pytest.mark.parametrize("suite, make, refused", [
+    ("osu", warnings_between_rows, None),
+    ("osu", lambda: repeated(b"1  1.50\n"), "not an OSU Micro-Benchmarks output: no '# OSU ... Test' title line "
+                                            "before its first row of numbers (line 1: '1  1.50')"),
+    ("osu", lambda: TITLE + repeated(b"1  1.50\n"), ":2: a row of numbers before any column header"),
+    ("osu", lambda: TITLE + HEADER + repeated(b"1  1.50\n"), ":5: size 1 after 1: sizes do not increase"),
+    ("osu", lambda: TITLE + HEADER + b"".join(b"%07d  1.50\n" % size for size in range(1, FILLER // 13)),
+     f":{MAX_ROWS + 4}: more than {MAX_ROWS} rows of numbers"),
+    ("imb", lambda: repeated(b"1  1000  1.50  0.67\n"), "not an IMB output: no 'Intel(R) MPI Benchmarks <version>, "
+                                                        "MPI-1 part' banner before its first row of numbers (line 1"),
+    ("netpipe", lambda: repeated(b"1  1.50\n"), ":1: neither a NetPIPE 5 -o file"),
+], ids=["osu-warnings-between-rows", "osu-no-title", "osu-no-header", "osu-one-size-over-and-over",
+        "osu-more-rows-than-a-run-prints", "imb-no-banner", "netpipe-two-columns"])
+def test_a_large_file_is_read_a_line_at_a_time_and_refused_at_its_first_wrong_line(suite, make, refused, tmp_path):
+    path = tmp_path / "run.txt"
+    path.write_bytes(make())
+    assert path.stat().st_size > FILLER * 0.95
+    (found, refusals), peak = peak_memory(lambda: read_batch([path], suite, 2))
+    assert peak < FILLER / 8                    # a line at a time, and at most MAX_ROWS rows kept, whatever the size
+    if refused is None:                         # every number of the run, passed over the warnings
+        measurement, = found
+        np.testing.assert_array_equal(measurement.reported["avg_latency_s"],
+                                      osu_rows(OSU2[0].with_name("osu_latency.txt"))[:, 1] * US)
+        assert measurement.provenance["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    else:
+        assert len(refusals) == 1 and refused in str(refusals[0]), refusals
 
 
 # ---------------------------------------------------------------------------- beside a campaign

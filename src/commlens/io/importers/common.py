@@ -16,14 +16,21 @@ An imported point holds what its file says and nothing more:
 - `iters_per_sample` is the iteration count where the file prints one (IMB's #repetitions, OSU's
   -f Iterations, NetPIPE's repeats), else 0: not recorded.
 
+Every number is checked as its row is read (ALLOWED: finite; a time above 0, a size a whole number
+of bytes...), and a file is read a line at a time (InputFile), refused from its size above
+MAX_FILE_BYTES: what an import holds does not grow with the file.
+
 commlens.data.imported makes them a dataset in the campaign schema.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -108,17 +115,114 @@ class Measurement:
         return self.reported[self.sample] if self.sample.endswith("_s") else None
 
 
-def read_text_lines(path: Path) -> list[str]:
-    try:
-        return path.read_text(errors="replace").splitlines()
-    except OSError as error:
-        raise ImportFileError(path, f"cannot be read: {error.strerror or error}") from None
+# A real OSU, IMB or NetPIPE output is a few hundred KB at most: a larger file is not one, and is
+# refused from its size before any of it is read.
+MAX_FILE_BYTES = 64 * 2**20
+# Files are read a line at a time, so that memory holds one line: a line longer than this is no
+# benchmark's output (and would be held whole).
+MAX_LINE_BYTES = 2**20
+# A run prints a few hundred sizes at most; the rows a file may keep bound what an import holds
+# whatever the file (millions of rows of numbers are no run's output).
+MAX_ROWS = 10_000
+
+# A number as the suites print them (C's printf: 12, 0.40, 1.5e+03, and inf or nan when a run goes wrong).
+NUMBER = r"(?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?i:inf(?:inity)?|nan))"
+_NUMBER = re.compile(NUMBER)
+# What each kind of column may hold: (test of its text and value, what is allowed, as the error
+# says it). A printed rate of 0 is one below the file's precision (IMB prints 0.00 MB/s at 1 B); a
+# time of 0 or less, a size that is no whole number of bytes, a count of no iterations measure nothing.
+WHOLE = re.compile(r"[0-9]+")
+AT_LEAST_0 = (lambda text, v: math.copysign(1.0, v) > 0, "a finite number, 0 or more")      # -0.00 is no rate
+ALLOWED = {
+    "size": (lambda text, v: WHOLE.fullmatch(text) and v < 2**63, "a whole number of bytes, 0 or more"),
+    "count": (lambda text, v: WHOLE.fullmatch(text) and 1 <= v < 2**63, "a whole number above 0"),
+    "time": (lambda text, v: v > 0, "a finite number above 0"),
+    "rate": AT_LEAST_0,
+    "amount": AT_LEAST_0,                   # a number printed that is no measurement (NetPIPE's console sizes)
+    "check": (None, "Pass or Fail"),
+}
+CHECK = {"Pass": 0.0, "Fail": 1.0}          # OSU's -c Validation column, as `errors`
 
 
-def file_provenance(path: Path) -> dict:
-    """What identifies an input file: its absolute path, size and sha256."""
-    data = Path(path).read_bytes()
-    return {"file": str(Path(path).resolve()), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+def column_kind(reported: str) -> str:
+    """What a `reported` column's numbers are: "time" (seconds) or "rate"."""
+    return "time" if reported_meaning(reported)[0] == "s" else "rate"
+
+
+def is_number(text: str) -> bool:
+    """Whether `text` is a number as the suites print them: what starts a row of a table."""
+    return _NUMBER.fullmatch(text) is not None
+
+
+def starts_row(text: str) -> bool:
+    """Whether a (stripped) line is a row of numbers: its first field is one."""
+    return bool(text) and is_number(text.split(None, 1)[0])
+
+
+class InputFile:
+    """A file to import, read a line at a time: refused from its size when over MAX_FILE_BYTES,
+    its rows' numbers checked, and its provenance (size, sha256) taken as it is read."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        try:
+            size = self.path.stat().st_size
+        except OSError as error:
+            raise ImportFileError(self.path, f"cannot be read: {error.strerror or error}") from None
+        if size > MAX_FILE_BYTES:
+            raise ImportFileError(self.path, f"{size} bytes ({size / 2**20:.1f} MiB), over the limit of "
+                                             f"{MAX_FILE_BYTES} bytes ({MAX_FILE_BYTES // 2**20} MiB) for one "
+                                             f"file: an OSU, IMB or NetPIPE output is a few hundred KB")
+        self._sha256, self._bytes, self._read_whole, self.rows = hashlib.sha256(), 0, False, 0
+
+    def lines(self) -> Iterator[tuple[int, str]]:
+        """(line number, text without its line end), one at a time."""
+        try:
+            with self.path.open("rb") as stream:
+                number = 0
+                while raw := stream.readline(MAX_LINE_BYTES + 1):
+                    number += 1
+                    self._bytes += len(raw)
+                    self._sha256.update(raw)
+                    if len(raw) > MAX_LINE_BYTES:
+                        raise ImportFileError(self.path, f"a line longer than {MAX_LINE_BYTES} bytes: no benchmark "
+                                                         f"prints one", number)
+                    if self._bytes > MAX_FILE_BYTES:       # grown since its size was taken
+                        raise ImportFileError(self.path, f"over the limit of {MAX_FILE_BYTES} bytes for one file "
+                                                         f"(it grew while read)", number)
+                    yield number, raw.decode("utf-8", "replace").rstrip("\r\n")
+        except OSError as error:
+            raise ImportFileError(self.path, f"cannot be read: {error.strerror or error}") from None
+        self._read_whole = True
+
+    def values(self, number: int, fields: list[str], columns: list[tuple[str, str]]) -> list[float]:
+        """A row's numbers, each checked against its column's kind: `columns` is (the name the file
+        gives it, kind) a field; a value its kind does not allow is refused with its line."""
+        self.rows += 1
+        if self.rows > MAX_ROWS:
+            raise ImportFileError(self.path, f"more than {MAX_ROWS} rows of numbers: no OSU, IMB or NetPIPE run "
+                                             f"prints that many sizes", number)
+        return [checked_value(self.path, number, text, name, kind)
+                for text, (name, kind) in zip(fields, columns, strict=True)]
+
+    def provenance(self) -> dict:
+        """What identifies the file: its absolute path, size and sha256 (once read to its end)."""
+        assert self._read_whole, "the provenance of a file is known once it has been read to its end"
+        return {"file": str(self.path.resolve()), "bytes": self._bytes, "sha256": self._sha256.hexdigest()}
+
+
+def checked_value(path: Path, number: int, text: str, name: str, kind: str) -> float:
+    """The number `text` of column `name` at line `number`, if its kind (ALLOWED) allows it."""
+    test, allowed = ALLOWED[kind]
+    if kind == "check" and text in CHECK:
+        return CHECK[text]
+    if test is not None and is_number(text):
+        value = float(text)
+        if math.isfinite(value) and test(text, value):
+            return value
+        if kind == "time" and value == 0:       # printed 0 where the rest say > 0: worth saying why
+            allowed += ": no operation takes no time (a 0 is a broken timer, or a time below the precision printed)"
+    raise ImportFileError(path, f"{name} {text}: must be {allowed}", number)
 
 
 def doubling(low: int, high: int) -> list[int]:

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from commlens.io.importers.common import (MB, US, ImportFileError, Measurement, check_complete, doubling,
-                                           file_provenance, read_text_lines)
+from commlens.io.importers.common import (MB, US, ImportFileError, InputFile, Measurement, check_complete,
+                                           checked_value, column_kind, doubling, starts_row)
 
 SUITE = "Intel MPI Benchmarks"
 SLOWEST = "the slowest rank's mean time per call over #repetitions (IMB's t_max; t_min and t_avg kept beside it)"
@@ -76,22 +76,45 @@ def read_imb(path, nprocs: int, partial: bool = False) -> list[Measurement]:
     """The tables of an IMB-MPI1 output that ran on `nprocs` ranks and that a commlens kernel
     measures alike, one Measurement each; every other table is named in their provenance. A run
     cut short is refused unless `partial`, when what it has is imported, marked partial (less a
-    last row cut in two)."""
-    path = Path(path)
-    lines = read_text_lines(path)
-    banner = next((match for line in lines if (match := BANNER.search(line))), None)
+    last row cut in two). The file is read a line at a time: the rows of the tables imported are
+    checked as they come, the others' are passed over."""
+    source = InputFile(path)
+    path = source.path
+    banner, first, header, blocks, finished = None, "", _Header(), [], False
+    for number, line in source.lines():
+        text = line.strip()
+        if banner is None and (banner := BANNER.search(line)) is None:
+            if starts_row(text):          # refused here, not after reading a file of numbers to its end
+                raise ImportFileError(path, f"not an IMB output: no 'Intel(R) MPI Benchmarks <version>, MPI-1 part' "
+                                            f"banner before its first row of numbers (line {number}: "
+                                            f"{text[:120]!r})")
+            first = first or text
+        finished = finished or FINALIZE in line
+        header.read(text)
+        if match := BENCHMARKING.match(text):
+            blocks.append({"name": match["name"], "multi": bool(match["multi"]), "processes": 0, "idle": 0,
+                           "columns": None, "rows": [], "line": number})
+        elif not blocks:
+            continue
+        elif match := re.match(r"^#\s*#processes\s*=\s*(\d+)", text):
+            blocks[-1]["processes"] = int(match.group(1))
+        elif match := re.match(r"^#\s*\(\s*(\d+) additional process", text):
+            blocks[-1]["idle"] = int(match.group(1))
+        elif blocks[-1]["columns"] is None and text.startswith(("#bytes", "#repetitions")):
+            blocks[-1]["columns"] = text.split()
+            if _taken(blocks[-1], nprocs):
+                _check_columns(path, blocks[-1])
+        elif blocks[-1]["columns"] and starts_row(text) and _taken(blocks[-1], nprocs):
+            _add_row(source, blocks[-1], number, text.split())
     if banner is None:
-        first = next((line.strip() for line in lines if line.strip()), "")
         raise ImportFileError(path, f"not an IMB output: no 'Intel(R) MPI Benchmarks <version>, MPI-1 part' banner "
                                     f"(first line: {first[:120]!r})")
     if banner["part"] not in (None, "MPI-1"):
         raise ImportFileError(path, f"an IMB {banner['part']} output; commlens imports IMB-MPI1's tables "
                                     f"({', '.join(BENCHMARKS)})")
-    header = _header(lines)
-    provenance = {**file_provenance(path), "suite": SUITE, "version": banner["version"], **header,
+    stated = header.stated()
+    provenance = {**source.provenance(), "suite": SUITE, "version": banner["version"], **stated,
                   "ranks_stated": nprocs}
-    blocks = list(_blocks(lines))
-    finished = any(FINALIZE in line for line in lines)
     taken, not_imported = [], []
     for block in blocks:
         name, processes, world = block["name"], block["processes"], block["processes"] + block["idle"]
@@ -100,7 +123,7 @@ def read_imb(path, nprocs: int, partial: bool = False) -> list[Measurement]:
             not_imported.append(f"Multi-{where} (multi mode)")
         elif name not in BENCHMARKS:
             not_imported.append(f"{where} (no commlens kernel measures it)")
-        elif world != nprocs or (processes != nprocs and name not in TWO_RANKS):
+        elif not _taken(block, nprocs):
             not_imported.append(f"{where} (the placement has {nprocs} ranks)")
         else:
             taken.append(block)
@@ -108,7 +131,7 @@ def read_imb(path, nprocs: int, partial: bool = False) -> list[Measurement]:
     if not any(b["processes"] + b["idle"] == nprocs for b in blocks) and blocks:
         raise ImportFileError(path, f"ran on {max(b['processes'] + b['idle'] for b in blocks)} ranks (its tables: "
                                     f"{found}), but the placement has {nprocs}; name the placement it ran on")
-    unfinished = _unfinished(header, blocks, taken, finished, nprocs)
+    unfinished = _unfinished(stated, blocks, taken, finished, nprocs)
     if unfinished and not partial:
         raise ImportFileError(path, f"truncated: {unfinished}; give --partial to import what it has, marked "
                                     f"partial")
@@ -118,33 +141,52 @@ def read_imb(path, nprocs: int, partial: bool = False) -> list[Measurement]:
     provenance["not_imported"] = not_imported
     # The table being written when the file was cut may end in a row cut in two: it is left out.
     cut = blocks[-1] if not finished and blocks else None
-    return [_measurement(path, block, provenance, nprocs, header, unfinished, partial, block is cut)
+    return [_measurement(path, block, provenance, nprocs, stated, unfinished, partial, block is cut)
             for block in taken]
 
 
-def _header(lines: list[str]) -> dict:
-    """What the header says of the run: its calling sequence, options, message lengths, benchmarks."""
-    header, listing = {"command": "", "min_size": None, "max_size": None, "benchmarks": []}, False
-    for number, line in enumerate(lines):
-        text = line.strip().lstrip("#").strip()
-        if line.strip().startswith("# Calling sequence was"):
-            header["command"] = next((rest.strip().lstrip("#").strip() for rest in lines[number + 1:]
-                                      if rest.strip().lstrip("#").strip()), "")
+def _taken(block: dict, nprocs: int) -> bool:
+    """Whether a table is one to import: a benchmark a kernel measures alike, on the placement's
+    ranks (point-to-point: two of them, the others waiting)."""
+    processes, world = block["processes"], block["processes"] + block["idle"]
+    return (not block["multi"] and block["name"] in BENCHMARKS and world == nprocs
+            and (processes == nprocs or block["name"] in TWO_RANKS))
+
+
+class _Header:
+    """What the header says of the run, read a line at a time until its list of benchmarks ends:
+    its calling sequence, options, message lengths, benchmarks."""
+
+    def __init__(self):
+        self.command, self.min_size, self.max_size, self.benchmarks = "", None, None, []
+        self.command_next = self.listing = self.over = False
+
+    def read(self, line: str) -> None:
+        if self.over:
+            return
+        text = line.lstrip("#").strip()
+        if line.startswith("# Calling sequence was"):
+            self.command_next = True
+        elif self.command_next and text:
+            self.command, self.command_next = text, False
         elif match := re.match(r"(Minimum|Maximum) message length in bytes:\s*(\d+)", text):
-            header["min_size" if match.group(1) == "Minimum" else "max_size"] = int(match.group(2))
+            setattr(self, "min_size" if match.group(1) == "Minimum" else "max_size", int(match.group(2)))
         elif text.startswith("List of Benchmarks to run"):
-            listing = True
-        elif listing and re.fullmatch(r"[A-Za-z][\w-]*", text):
-            header["benchmarks"].append(text)
-        elif listing and text.startswith("-"):
-            break
-    try:
-        words = shlex.split(header["command"])
-    except ValueError:
-        words = header["command"].split()
-    header["options"] = {word: words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("-") else ""
-                         for i, word in enumerate(words) if word in MEASUREMENT_OPTIONS}
-    return header
+            self.listing = True
+        elif self.listing and re.fullmatch(r"[A-Za-z][\w-]*", text):
+            self.benchmarks.append(text)
+        elif self.listing and text.startswith("-"):
+            self.over = True
+
+    def stated(self) -> dict:
+        try:
+            words = shlex.split(self.command)
+        except ValueError:
+            words = self.command.split()
+        options = {word: words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("-") else ""
+                   for i, word in enumerate(words) if word in MEASUREMENT_OPTIONS}
+        return {"command": self.command, "min_size": self.min_size, "max_size": self.max_size,
+                "benchmarks": self.benchmarks, "options": options}
 
 
 def _unfinished(header: dict, blocks: list[dict], taken: list[dict], finished: bool, nprocs: int) -> str:
@@ -158,55 +200,50 @@ def _unfinished(header: dict, blocks: list[dict], taken: list[dict], finished: b
     return f"the header lists {', '.join(missing)}, with no table for {nprocs} ranks" if missing else ""
 
 
-def _blocks(lines: list[str]):
-    """Each `# Benchmarking` table: name, multi, processes, idle, columns and rows (line, fields)."""
-    block = None
-    for number, line in enumerate(lines, 1):
-        text = line.strip()
-        if match := BENCHMARKING.match(text):
-            if block:
-                yield block
-            block = {"name": match["name"], "multi": bool(match["multi"]), "processes": 0, "idle": 0,
-                     "columns": None, "rows": [], "line": number}
-        elif block is None:
-            continue
-        elif match := re.match(r"^#\s*#processes\s*=\s*(\d+)", text):
-            block["processes"] = int(match.group(1))
-        elif match := re.match(r"^#\s*\(\s*(\d+) additional process", text):
-            block["idle"] = int(match.group(1))
-        elif block["columns"] is None and text.startswith(("#bytes", "#repetitions")):
-            block["columns"] = text.split()
-        elif block["columns"] and text and text.split()[0].isdigit():
-            block["rows"].append((number, text.split()))
-    if block:
-        yield block
+def _columns(block: dict) -> list[str]:
+    """A table's columns, #bytes first (Barrier prints none: its rows are at size 0)."""
+    columns = block["columns"] or []
+    return columns if "#bytes" in columns else ["#bytes", *columns]
 
 
-def _measurement(path: Path, block: dict, provenance: dict, nprocs: int, header: dict, unfinished: str,
-                 partial: bool, cut: bool) -> Measurement:
-    name, columns = block["name"], block["columns"] or []
-    kernel, meaning = BENCHMARKS[name]
+def _check_columns(path: Path, block: dict) -> None:
+    columns, name = block["columns"] or [], block["name"]
     if "#repetitions" not in columns or not set(columns) & {"t[usec]", "t_max[usec]"}:
         raise ImportFileError(path, f"the {name} table has columns {columns}; expected #bytes, #repetitions and "
                                     f"t[usec] or t_min/t_max/t_avg[usec]", block["line"])
-    if "#bytes" not in columns:
-        columns = ["#bytes", *columns]       # Barrier: no size
     unknown = [c for c in columns if c not in COLUMNS and c not in ("#bytes", "#repetitions")]
     if unknown:
         raise ImportFileError(path, f"the {name} table has columns {unknown} commlens does not know; known: "
                                     f"#bytes, #repetitions, {', '.join(COLUMNS)}", block["line"])
+
+
+def _add_row(source: InputFile, block: dict, number: int, fields: list[str]) -> None:
+    """A row of a table to import: its numbers checked, or, where it has not a field a column (IMB's
+    time-out. or out-of-mem., a row cut in two), its size checked and its text kept."""
+    columns = _columns(block)
+    fields = fields if block["columns"][0] == "#bytes" else ["0", *fields]
+    if len(fields) != len(columns):
+        checked_value(source.path, number, fields[0], "#bytes", "size")
+        block["rows"].append((number, fields, None))
+        return
+    kinds = [(column, "size" if column == "#bytes" else "count" if column == "#repetitions"
+              else column_kind(COLUMNS[column])) for column in columns]
+    block["rows"].append((number, fields, source.values(number, fields, kinds)))
+
+
+def _measurement(path: Path, block: dict, provenance: dict, nprocs: int, header: dict, unfinished: str,
+                 partial: bool, cut: bool) -> Measurement:
+    name, columns = block["name"], _columns(block)
+    kernel, meaning = BENCHMARKS[name]
+    _check_columns(path, block)            # a table whose columns line never came
     rows, failed = [], []
-    for index, (number, fields) in enumerate(block["rows"]):
-        fields = fields if block["columns"][0] == "#bytes" else ["0", *fields]
+    for index, (number, fields, values) in enumerate(block["rows"]):
         if cut and index == len(block["rows"]) - 1 and len(fields) < len(columns):
             break
-        if len(fields) != len(columns):
+        if values is None:
             failed.append(f"{fields[0]} B ({' '.join(fields[1:])[:60]})")   # IMB's time-out. / out-of-mem.
             continue
-        try:
-            rows.append([float(value) for value in fields])
-        except ValueError:
-            raise ImportFileError(path, f"not a number in the {name} row {' '.join(fields)!r}", number) from None
+        rows.append(values)
     if not rows:
         raise ImportFileError(path, f"the {name} table has no measured row", block["line"])
     table = np.array(rows)

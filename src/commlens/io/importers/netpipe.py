@@ -23,13 +23,20 @@ from pathlib import Path
 
 import numpy as np
 
-from commlens.io.importers.common import US, ImportFileError, Measurement, file_provenance, read_text_lines
+from commlens.io.importers.common import NUMBER, US, ImportFileError, InputFile, Measurement, starts_row
 
 SUITE = "NetPIPE"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-ROW = re.compile(r"^\s*(?P<n>\d+):\s+(?P<size>[\d.]+)\s*(?P<size_unit>B|KB|MB|GB|TB)\s+(?P<repeats>\d+) times -->\s+"
-                 r"(?P<rate>[\d.]+)\s*(?P<rate_unit>bps|Kbps|Mbps|Gbps|Tbps)\s+in\s+(?P<time>[\d.]+)\s*"
+# Any number where the console prints one, so that a row with a negative, nan or inf is refused, not passed over.
+ROW = re.compile(rf"^\s*(?P<n>\d+):\s+(?P<size>{NUMBER})\s*(?P<size_unit>B|KB|MB|GB|TB)\s+(?P<repeats>{NUMBER}) times "
+                 rf"-->\s+(?P<rate>{NUMBER})\s*(?P<rate_unit>bps|Kbps|Mbps|Gbps|Tbps)\s+in\s+(?P<time>{NUMBER})\s*"
                  r"(?P<time_unit>nsecs|usecs|msecs|secs)")
+# The -o file's columns, as NetPIPE's usage describes them, and what each may hold.
+OUT_COLUMNS = [("bytes", "size"), ("average Gbps", "rate"), ("smallest Gbps", "rate"), ("largest Gbps", "rate"),
+               ("time (us)", "time")]
+CONSOLE_COLUMNS = [("size", "amount"), ("repeats", "count"), ("rate", "rate"), ("time", "time")]
+NEITHER = ("neither a NetPIPE 5 -o file (rows of bytes, average, smallest and largest Gbps, time in us) nor its "
+           "console output")
 SCALE = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "bps": 1, "Kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9,
          "Tbps": 1e12, "nsecs": 1e-9, "usecs": 1e-6, "msecs": 1e-3, "secs": 1.0}
 # Console lines that say how the run was made -> the option, as NetPIPE's usage names it.
@@ -70,7 +77,8 @@ def read_netpipe(paths: list[Path], nprocs: int, partial: bool = False) -> tuple
         (consoles if kind == "console" else tables)[path] = content
     measurements, paired = [], set()
     for path, table in tables.items():
-        console = next((c for c, rows in consoles.items() if c not in paired and _same_run(table, rows["rows"])), None)
+        console = next((c for c, printed in consoles.items()
+                        if c not in paired and _same_run(table["rows"], printed["rows"])), None)
         if console is None:
             refused.append(ImportFileError(path, "a NetPIPE -o file does not say how it was run (ping-pong, --stream "
                                                  "or --bidir, the pairs) nor where it was to stop: give the console "
@@ -89,40 +97,42 @@ def read_netpipe(paths: list[Path], nprocs: int, partial: bool = False) -> tuple
     return measurements, refused
 
 
-def _read(path: Path) -> tuple[str, object]:
-    """("console", {rows, options, trials, completed}) or ("table", rows array)."""
-    lines = [ANSI.sub("", line) for line in read_text_lines(path)]
-    if any("Clock resolution" in line or ROW.match(line) for line in lines):
-        return "console", _console(path, lines)
-    rows = [(number, line.split()) for number, line in enumerate(lines, 1) if line.strip()]
-    if rows and len(rows[-1][1]) < 5:
-        rows = rows[:-1]          # a last row cut in two: the run was cut short (the console says how far it got)
-    bad = next((number for number, row in rows if len(row) != 5), None)
-    if not rows or bad:
-        raise ImportFileError(path, "neither a NetPIPE 5 -o file (rows of bytes, average, smallest and largest Gbps, "
-                                    "time in us) nor its console output", bad)
-    rows = [row for _, row in rows]
-    try:
-        table = np.array(rows, dtype=float)
-    except ValueError:
-        raise ImportFileError(path, "not a number in a NetPIPE -o row") from None
-    return "table", table
-
-
-def _console(path: Path, lines: list[str]) -> dict:
-    rows, options = [], {}
-    for line in lines:
-        if match := ROW.match(line):
-            rows.append([int(match["n"]), float(match["size"]) * SCALE[match["size_unit"]], int(match["repeats"]),
-                         float(match["rate"]) * SCALE[match["rate_unit"]],
-                         float(match["time"]) * SCALE[match["time_unit"]]])
-        for pattern, option in OPTIONS:
-            if found := re.search(pattern, line):
-                options[option] = found.group(1) if found.groups() else ""
-    trials = next((int(m.group(1)) for line in lines
-                   if (m := re.search(r"Start testing with (\d+) trials", line))), None)
-    return {"rows": np.array(rows).reshape(-1, 5), "options": options, "trials": trials,
-            "completed": any("Completed with" in line for line in lines)}
+def _read(path: Path) -> tuple[str, dict]:
+    """("console", {rows, options, trials, completed, provenance}) or ("table", {rows, provenance}),
+    read a line at a time: a -o file's first line is a row of numbers, a console's is text."""
+    source = InputFile(path)
+    kind, rows, short, options, trials, clock, completed, first = None, [], None, {}, None, False, False, None
+    for number, line in source.lines():
+        line = ANSI.sub("", line)
+        fields = line.split()
+        if kind is None and fields:
+            kind, first = "table" if starts_row(line.strip()) else "console", number
+        if kind == "table" and fields:
+            if short or len(fields) > len(OUT_COLUMNS):      # only a last row may be short: cut in two
+                raise ImportFileError(path, NEITHER, short[0] if short else number)
+            if len(fields) < len(OUT_COLUMNS):
+                short = number, fields
+                continue
+            rows.append(source.values(number, fields, OUT_COLUMNS))
+        elif kind == "console":
+            if match := ROW.match(line):
+                size, repeats, rate, time = source.values(
+                    number, [match["size"], match["repeats"], match["rate"], match["time"]], CONSOLE_COLUMNS)
+                rows.append([int(match["n"]), size * SCALE[match["size_unit"]], repeats,
+                             rate * SCALE[match["rate_unit"]], time * SCALE[match["time_unit"]]])
+            for pattern, option in OPTIONS:
+                if found := re.search(pattern, line):
+                    options[option] = found.group(1) if found.groups() else ""
+            if found := re.search(r"Start testing with (\d+) trials", line):
+                trials = trials if trials is not None else int(found.group(1))
+            clock = clock or "Clock resolution" in line
+            completed = completed or "Completed with" in line
+    if kind == "table" and rows:      # less a last row cut in two: the console says how far the run got
+        return "table", {"rows": np.array(rows), "provenance": source.provenance()}
+    if kind == "console" and (rows or clock):
+        return "console", {"rows": np.array(rows).reshape(-1, 5), "options": options, "trials": trials,
+                           "completed": completed, "provenance": source.provenance()}
+    raise ImportFileError(path, NEITHER, first)
 
 
 def _same_run(table: np.ndarray, console: np.ndarray) -> bool:
@@ -136,8 +146,9 @@ def _same_run(table: np.ndarray, console: np.ndarray) -> bool:
                 and np.allclose(table[:n, 1] * 1e9, console[:n, 3], rtol=1e-3, atol=1e6))
 
 
-def _measurement(path: Path, table: np.ndarray, console_path: Path, console: dict, nprocs: int,
+def _measurement(path: Path, out: dict, console_path: Path, console: dict, nprocs: int,
                  partial: bool) -> Measurement:
+    table = out["rows"]
     options = console["options"]
     if "--integrity" in options or "--workload" in options:
         option = "--integrity" if "--integrity" in options else "--workload"
@@ -178,7 +189,7 @@ def _measurement(path: Path, table: np.ndarray, console_path: Path, console: dic
         sample="time_s", iterations=printed[:, 2].astype(np.int64), nprocs=2 * pairs,
         kind={"benchmark": "NPmpi", "mode": mode, "pairs": str(pairs), "options": option_text},
         partial=why,
-        provenance={**file_provenance(path), "suite": SUITE, "benchmark": f"NPmpi {mode}",
+        provenance={**out["provenance"], "suite": SUITE, "benchmark": f"NPmpi {mode}",
                     "version": "not printed (the five-column -o file is NetPIPE 5's)",
-                    "console": file_provenance(console_path), "options": sorted(options), "pairs": pairs,
+                    "console": console["provenance"], "options": sorted(options), "pairs": pairs,
                     "ranks_stated": 2 * pairs, "trials": console["trials"], "partial": why})

@@ -3,7 +3,8 @@
 A file is one benchmark's run: its title line, `# Datatype: ...` (one table per datatype with
 `-T`), osu_mbw_mr's `[ pairs: N ] [ window size: W ]`, the one-sided tests' `# Window creation`
 and `# Synchronization`, the column header (`# Size ...`; osu_barrier has no size), then one row per
-size. An MPI library's warnings may come between the lines; they are passed over. Times are in
+size. An MPI library's warnings may come between the lines; they are passed over (a row of numbers
+before the title or the column header is not: no OSU output has one). Times are in
 microseconds, bandwidths in MB/s (1e6 B/s); every column is kept (commlens.io.importers.common).
 
 OSU does not print its `-m` range: a file is checked against the benchmark's default range (or
@@ -19,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from commlens.io.importers.common import (MB, US, ImportFileError, Measurement, check_complete, doubling,
-                                           file_provenance, percentile_column, read_text_lines)
+from commlens.io.importers.common import (MB, US, ImportFileError, InputFile, Measurement, check_complete,
+                                           column_kind, doubling, percentile_column, starts_row)
 
 SUITE = "OSU Micro-Benchmarks"
 MEAN_LOOP = "mean time per iteration of one timed loop (-i iterations after -x warm-up ones) at rank 0"
@@ -103,6 +104,10 @@ DATATYPE_BYTES = {"MPI_CHAR": 1, "MPI_BYTE": 1, "MPI_SIGNED_CHAR": 1, "MPI_INT":
 # OSU's "# Synchronization" -> commlens's --rma-sync, where they are the same calls.
 RMA_SYNC = {"MPI_Win_lock/unlock": "lock", "MPI_Win_fence": "fence", "MPI_Win_flush": "flush"}
 LIMIT = re.compile(r"Limiting max message size to:\s*(\d+)")
+# What the lines after the title may state of the run (osu_mbw_mr's pairs, the one-sided tests'...).
+STATED = {"pairs": re.compile(r"pairs:\s*(\d+)"), "window": re.compile(r"window size:\s*(\d+)"),
+          "window_creation": re.compile(r"^#\s*Window creation:\s*(\S+)"),
+          "synchronization": re.compile(r"^#\s*Synchronization:\s*(\S+)"), "limit": LIMIT}
 
 
 def parse_osu_sizes(text: str) -> tuple[int, int | None]:
@@ -123,80 +128,128 @@ def known() -> str:
 def read_osu(path, nprocs: int, sizes: tuple[int, int] | None = None, partial: bool = False) -> list[Measurement]:
     """The tables of one OSU output file run on `nprocs` ranks (a table per datatype). `sizes` is the
     -m MIN:MAX the run was given (default: the benchmark's own); a table that stops short of it is
-    refused unless `partial`, when it is imported marked partial."""
-    path = Path(path)
-    lines = read_text_lines(path)
-    titles = [(number, match) for number, line in enumerate(lines, 1) if (match := TITLE.search(line.strip()))]
-    if not titles:
-        first = next((line.strip() for line in lines if line.strip()), "")
+    refused unless `partial`, when it is imported marked partial. The file is read a line at a time,
+    each row checked as it comes: a file that is no OSU output is refused at its first row."""
+    source = InputFile(path)
+    path = source.path
+    title_line, title, bench, first = None, None, None, ""
+    stated, tables, datatype = {}, [], "unknown (not printed)"
+    for number, line in source.lines():
+        text = line.strip()
+        if match := TITLE.search(text):
+            if title is not None:
+                raise ImportFileError(path, f"holds more than one OSU output (titles at lines {title_line} and "
+                                            f"{number}); give each run its own file", number)
+            title_line, title, bench = number, match, _benchmark(path, match, number, nprocs)
+        elif title is None:
+            if starts_row(text):          # refused here, not after reading a file of numbers to its end
+                raise ImportFileError(path, f"not an OSU Micro-Benchmarks output: no '# OSU ... Test' title line "
+                                            f"before its first row of numbers (line {number}: {text[:120]!r}); "
+                                            f"known benchmarks: {known()}")
+            first = first or text
+        else:
+            _state(stated, text)
+            if match := re.match(r"^#\s*Datatype:\s*(\S+?)\.?$", text):
+                datatype = match.group(1)
+            elif re.match(r"^#\s*Size\b", text) or (bench.no_sizes and re.match(r"^#\s*(Avg )?Latency", text)):
+                if tables:
+                    _end(path, tables[-1], partial)
+                header = re.sub(r"^#\s*(Size\s*)?", "", text)
+                tables.append(_Table(datatype, number, _columns(path, number, header)))
+            elif starts_row(text):
+                if not tables:
+                    raise ImportFileError(path, "a row of numbers before any column header ('# Size ...'): OSU "
+                                                "prints its header before its rows", number)
+                tables[-1].add(source, number, text.split(), bench)
+    if title is None:
         raise ImportFileError(path, f"not an OSU Micro-Benchmarks output: no '# OSU ... Test' title line "
                                     f"(first line: {first[:120]!r}); known benchmarks: {known()}")
-    if len(titles) > 1:
-        raise ImportFileError(path, f"holds {len(titles)} OSU outputs (titles at lines "
-                                    f"{', '.join(str(n) for n, _ in titles)}); give each run its own file",
-                              titles[1][0])
-    title_line, title = titles[0]
-    name = f"{title['api']} {title['name']}".lower()
-    if title["device"]:
-        raise ImportFileError(path, f"an OSU {title['device'][1:]} run (device buffers); commlens measures host "
-                                    f"memory", title_line)
-    if name not in BENCHMARKS:
-        raise ImportFileError(path, f"'{title.group(0).lstrip('# ')}' is not a benchmark a commlens kernel "
-                                    f"measures alike; imported: {known()}", title_line)
-    bench = BENCHMARKS[name]
-    stated = _stated(lines[title_line:])
-    if bench.ranks and bench.ranks != nprocs:
-        raise ImportFileError(path, f"{bench.program} runs on {bench.ranks} ranks, but the placement has {nprocs}; "
-                                    f"name the placement it ran on")
+    if not tables:
+        raise ImportFileError(path, "no column header after the title line (did the run fail?)", title_line)
+    _end(path, tables[-1], partial)
     pairs = stated.get("pairs")
     if pairs is not None and 2 * pairs != nprocs:
         raise ImportFileError(path, f"{bench.program} ran {pairs} pairs ({2 * pairs} ranks, the file's '[ pairs: "
                                     f"{pairs} ]'), but the placement has {nprocs} ranks; name the placement it ran on")
-    provenance = {**file_provenance(path), "suite": SUITE, "benchmark": bench.program, "version": title["version"],
+    provenance = {**source.provenance(), "suite": SUITE, "benchmark": bench.program, "version": title["version"],
                   "title": title.group(0).lstrip("# ").strip(),
                   "ranks_stated": 2 * pairs if pairs else bench.ranks or "unknown (the file does not say)",
                   **{key: value for key, value in stated.items() if key != "limit"}}
-    tables = list(_tables(path, lines, title_line, bench))
-    if not tables:
-        raise ImportFileError(path, "no column header after the title line (did the run fail?)", title_line)
     return [_measurement(path, bench, table, provenance, nprocs, sizes, stated.get("limit"), partial)
             for table in tables]
 
 
-def _stated(lines: list[str]) -> dict:
-    """What the lines after the title state of the run: pairs, window, window creation, sync, limit."""
-    stated = {}
-    for line in lines:
-        for key, pattern in (("pairs", r"pairs:\s*(\d+)"), ("window", r"window size:\s*(\d+)"),
-                             ("window_creation", r"^#\s*Window creation:\s*(\S+)"),
-                             ("synchronization", r"^#\s*Synchronization:\s*(\S+)"), ("limit", LIMIT.pattern)):
-            if match := re.search(pattern, line.strip()):
-                stated[key] = int(match.group(1)) if match.group(1).isdigit() else match.group(1)
-    return stated
+def _benchmark(path: Path, title: re.Match, line: int, nprocs: int) -> Benchmark:
+    """The benchmark a title line names, if commlens imports it and it can have run on `nprocs` ranks."""
+    name = f"{title['api']} {title['name']}".lower()
+    if title["device"]:
+        raise ImportFileError(path, f"an OSU {title['device'][1:]} run (device buffers); commlens measures host "
+                                    f"memory", line)
+    if name not in BENCHMARKS:
+        raise ImportFileError(path, f"'{title.group(0).lstrip('# ')}' is not a benchmark a commlens kernel "
+                                    f"measures alike; imported: {known()}", line)
+    bench = BENCHMARKS[name]
+    if bench.ranks and bench.ranks != nprocs:
+        raise ImportFileError(path, f"{bench.program} runs on {bench.ranks} ranks, but the placement has {nprocs}; "
+                                    f"name the placement it ran on")
+    return bench
 
 
-def _tables(path: Path, lines: list[str], title_line: int, bench: Benchmark):
-    """Each table after the title: datatype, header line, columns [(key, header)], rows [(line, fields)]."""
-    datatype, table = "unknown (not printed)", None
-    for number, line in enumerate(lines[title_line:], title_line + 1):
-        text = line.strip()
-        if match := re.match(r"^#\s*Datatype:\s*(\S+?)\.?$", text):
-            datatype = match.group(1)
-        elif re.match(r"^#\s*Size\b", text) or (bench.no_sizes and re.match(r"^#\s*(Avg )?Latency", text)):
-            if table:
-                yield table
-            header = re.sub(r"^#\s*(Size\s*)?", "", text)
-            table = {"datatype": datatype, "line": number, "columns": _columns(path, number, header), "rows": []}
-        elif table and text and not text.startswith("#") and _is_row(text.split()[0], bench):
-            table["rows"].append((number, text.split()))
-    if table:
-        yield table
+def _state(stated: dict, text: str) -> None:
+    """What a line after the title states of the run: pairs, window, window creation, sync, limit."""
+    for key, pattern in STATED.items():
+        if match := pattern.search(text):
+            stated[key] = int(match.group(1)) if match.group(1).isdigit() else match.group(1)
 
 
-def _is_row(first: str, bench: Benchmark) -> bool:
-    if not bench.no_sizes:
-        return first.isdigit()
-    return re.fullmatch(r"\d+(\.\d+)?", first) is not None
+@dataclass
+class _Table:
+    """One table after the title: its datatype, header line, columns [(key, header)] and rows, each
+    (size, column...) checked as it is read; `short` is a row with fewer fields than the header,
+    refused unless it is the table's last (the file was cut inside it); `cut` says so."""
+    datatype: str
+    line: int
+    columns: list[tuple[str, str]]
+    rows: list[list[float]] = field(default_factory=list)
+    short: tuple[int, list[str]] | None = None
+    cut: str = ""
+
+    def add(self, source: InputFile, number: int, fields: list[str], bench: Benchmark) -> None:
+        fields = ["0", *fields] if bench.no_sizes else fields      # osu_barrier: size 0
+        if self.short:
+            raise ImportFileError(source.path, _mismatch(self.short[1], len(self.columns) + 1), self.short[0])
+        if len(fields) < len(self.columns) + 1:
+            self.short = number, fields
+            return
+        if len(fields) > len(self.columns) + 1:
+            raise ImportFileError(source.path, _mismatch(fields, len(self.columns) + 1), number)
+        kinds = [("Size", "size"), *((header, _kind(key)) for key, header in self.columns)]
+        row = source.values(number, fields, kinds)
+        if self.rows and row[0] <= self.rows[-1][0]:
+            raise ImportFileError(source.path, f"size {fields[0]} after {self.rows[-1][0]:.0f}: sizes do not "
+                                               f"increase row by row: not one run's table", number)
+        self.rows.append(row)
+
+
+def _end(path: Path, table: _Table, partial: bool) -> None:
+    """A table is over: a last row cut short is why it is partial (refused unless `partial`)."""
+    if table.short:
+        number, fields = table.short
+        table.cut = f"truncated: the last row is incomplete ({_mismatch(fields, len(table.columns) + 1)})"
+        if not partial:
+            raise ImportFileError(path, table.cut + "; give --partial to import the rows before it, marked partial",
+                                  number)
+    if not table.rows:
+        raise ImportFileError(path, "an OSU header without a single measured row (did the run fail?)", table.line)
+
+
+def _mismatch(fields: list[str], width: int) -> str:
+    return f"a row of {len(fields)} fields where the header has {width}: {' '.join(fields)!r}"
+
+
+def _kind(key: str) -> str:
+    """What a column's numbers may be (commlens.io.importers.common.ALLOWED)."""
+    return {"iterations": "count", "validation": "check"}.get(key) or column_kind(key)
 
 
 def _columns(path: Path, number: int, text: str) -> list[tuple[str, str]]:
@@ -216,10 +269,10 @@ def _columns(path: Path, number: int, text: str) -> list[tuple[str, str]]:
     return columns
 
 
-def _measurement(path: Path, bench: Benchmark, table: dict, provenance: dict, nprocs: int, sizes, limit,
+def _measurement(path: Path, bench: Benchmark, table: _Table, provenance: dict, nprocs: int, sizes, limit,
                  partial: bool) -> Measurement:
-    columns, line = table["columns"], table["line"]
-    rows, cut = _rows(path, table, bench, partial)
+    columns, line = table.columns, table.line
+    rows, cut = np.array(table.rows), table.cut
     keys = [key for key, _ in columns]
     values = {key: rows[:, i + 1] for i, key in enumerate(keys)}
     reported = {key: column * _unit(key) for key, column in values.items() if key not in ("iterations", "validation")}
@@ -233,7 +286,7 @@ def _measurement(path: Path, bench: Benchmark, table: dict, provenance: dict, np
         raise ImportFileError(path, f"{bench.program} reports no bandwidth at size {bad}: a time per message cannot "
                                     f"be derived from it", line)
     file_sizes = rows[:, 0].astype(np.int64)
-    datatype = table["datatype"]
+    datatype = table.datatype
     low, high = sizes or (1, None)
     high = high or bench.max_size
     high = min(high, limit) if limit else high
@@ -266,34 +319,6 @@ def _measurement(path: Path, bench: Benchmark, table: dict, provenance: dict, np
                                  "options": _options(keys), "partial": why,
                                  "not_imported": [f"{int(s)} B (does not split evenly over {nprocs} ranks)"
                                                   for s in file_sizes[~keep]]})
-
-
-def _rows(path: Path, table: dict, bench: Benchmark, partial: bool) -> tuple[np.ndarray, str]:
-    """The rows as (size, column...) floats (Pass/Fail as 0/1 errors), and why the table was cut
-    short where its last row is incomplete (refused unless `partial`)."""
-    width = len(table["columns"]) + 1
-    rows, cut = [], ""
-    for index, (number, fields) in enumerate(table["rows"]):
-        fields = ["0", *fields] if bench.no_sizes else fields      # osu_barrier: size 0
-        if len(fields) != width:
-            message = f"a row of {len(fields)} fields where the header has {width}: {' '.join(fields)!r}"
-            if index == len(table["rows"]) - 1 and len(fields) < width:      # the file ends inside it
-                cut = f"truncated: the last row is incomplete ({message})"
-                if partial:
-                    break
-                raise ImportFileError(path, cut + "; give --partial to import the rows before it, marked partial",
-                                      number)
-            raise ImportFileError(path, message, number)
-        try:
-            rows.append([float({"Pass": 0, "Fail": 1}.get(value, value)) for value in fields])
-        except ValueError:
-            raise ImportFileError(path, f"not a number in row {' '.join(fields)!r}", number) from None
-    if not rows:
-        raise ImportFileError(path, "an OSU header without a single measured row (did the run fail?)", table["line"])
-    rows = np.array(rows)
-    if np.any(np.diff(rows[:, 0]) <= 0):
-        raise ImportFileError(path, "sizes do not increase row by row: not one run's table", table["line"])
-    return rows, cut
 
 
 def _unit(key: str) -> float:
