@@ -151,3 +151,34 @@ def test_a_candidate_that_cannot_be_built_is_reported_from_a_real_step(workspace
     assert not record["conclusion"]["confirmed"]
     assert "[bisect] step 1: mpich-5.0.3: failed" in out.err
     assert json.loads((tmp_path / "bisect" / "mpich-5.0.2-to-mpich-5.0.3" / "bisect.json").read_text()) == record
+
+
+# ----------------------------------------------------------------------------- options checked as they are read
+
+@pytest.mark.parametrize("option, value, problem", [
+    ("--min-effect", "nan", "must be a number between 0 and 1 (exclusive): the smallest relative change, 0.05 for 5%"),
+    ("--min-effect", "inf", "must be a number between 0 and 1 (exclusive): the smallest relative change, 0.05 for 5%"),
+    ("--min-effect", "0", "must be a number between 0 and 1 (exclusive): the smallest relative change, 0.05 for 5%"),
+    ("--min-effect", "1", "must be a number between 0 and 1 (exclusive): the smallest relative change, 0.05 for 5%"),
+    ("--min-effect", "5%", "must be a number between 0 and 1 (exclusive): the smallest relative change, 0.05 for 5%"),
+    ("--confidence", "7", "must be a number between 0 and 1 (exclusive): the intervals' level, 0.95 for 95%"),
+    ("--confidence", "1", "must be a number between 0 and 1 (exclusive): the intervals' level, 0.95 for 95%"),
+    ("--confidence", "-0.5", "must be a number between 0 and 1 (exclusive): the intervals' level, 0.95 for 95%"),
+    ("--confidence", "nan", "must be a number between 0 and 1 (exclusive): the intervals' level, 0.95 for 95%"),
+    ("--launches", "0", "must be a whole number from 1 to 1000"),
+    ("--launches", "2.5", "must be a whole number from 1 to 1000"),
+    ("--launches", "1001", "must be a whole number from 1 to 1000"),
+])
+def test_a_bad_number_is_refused_in_one_line_before_any_work(tmp_path, monkeypatch, capsys, option, value, problem):
+    """Checked as the command line is read: nothing is built, no folder made (an MPI library's build, the
+    first step's, is minutes of pip install)."""
+    import commlens.cli.bisect
+
+    monkeypatch.setattr(commlens.cli.bisect, "run_step", lambda *args: pytest.fail("a step was started"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as done:
+        main(["bisect", "mpich-4.3.2", "mpich-5.0.2", "--kernel", "pingpong.send", "--placement", "1N2P",
+              "--sizes", "8", option, value])
+    assert done.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [f"commlens bisect: {option} {value}: {problem}"]
+    assert list(tmp_path.iterdir()) == []

@@ -193,3 +193,30 @@ def test_kernels_can_be_limited_to_some_placements(tmp_path):
 def test_shipped_campaigns_are_valid():
     for path in sorted((REPO / "config" / "campaigns").glob("*.yaml")):
         assert load_campaign(path).name == path.stem
+
+
+# --- how many sizes a launch measures, however they are given ------------------------------------
+
+@pytest.mark.parametrize("sizes, count", [
+    ("{schedule: small, step: 1, max: 4Mi}", 4_194_301),                # 4, 5, 6 ... 4Mi
+    ("{schedule: small, min: 0, max: 1000, step: 1}", 1_001),           # one more than a launch measures
+    ("{schedule: netpipe, per_octave: 64, max: 4Mi}", 2_874),
+    ("{schedule: netpipe, per_octave: 64, perturbation: 0, max: 1024Gi}", 2_234),
+])
+def test_a_schedule_that_gives_more_sizes_than_a_launch_measures_is_refused(tmp_path, sizes, count):
+    message = error_of(tmp_path, VALID.replace("{list: [1, 1Ki, 64Ki]}", sizes))
+    assert f"kernels.pingpong.send.sizes: {count:,} sizes (schedule " in message, message
+    assert "; a launch measures at most 1,000 (" in message, message
+
+
+def test_the_bound_on_sizes_is_the_schemas_bound_on_a_list(tmp_path):
+    from commlens.campaign.bounds import MAX_SIZES
+    from commlens.campaign.schema import load_schema
+
+    sizes = load_schema()["properties"]["kernels"]["additionalProperties"]["properties"]["sizes"]
+    assert [branch["properties"]["list"]["maxItems"] for branch in sizes["oneOf"] if "list" in branch["properties"]] \
+        == [MAX_SIZES]
+    # A schedule of exactly MAX_SIZES sizes is a campaign.
+    text = VALID.replace("{list: [1, 1Ki, 64Ki]}", "{schedule: small, min: 1, max: 1000, step: 1}")
+    assert load_campaign(write(tmp_path, text)).kernel_args("pingpong.send", 0)[:5] == \
+        ["pingpong.send", "--schedule", "small", "-m", "1:1000"]

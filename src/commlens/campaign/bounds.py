@@ -23,6 +23,8 @@ MAX_FILE_BYTES = 1 << 20     # the largest shipped campaign file is 4 KiB
 MAX_VALUES = 100_000         # mapping keys and values, list items, aliases counted as the copies they stand for;
                              # the largest shipped campaign holds about 500
 MAX_DEPTH = 32               # nesting; a campaign's deepest key (kernels.<k>.sizes.list[i]) is at depth 5
+MAX_SIZES = 1000             # in one launch, however given (a list, or a schedule's min, max and step); the
+                             # schema says it of a list (maxItems) for editors; the largest shipped entry has 109
 MAX_LAUNCHES = 100_000       # in all (rows x placements x kernels x launches): at a second each, more than a day;
                              # the largest shipped campaign has 190
 SHOWN_DEPTH = 4              # keys of the path an error names (libraries.<row>.env.<NAME>)

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import hashlib
 import json
 import os
+import tempfile
 from collections import Counter
 from pathlib import Path
 
-from commlens.campaign.bounds import MAX_LAUNCHES, check_size, problem_lines
+from commlens.campaign.bounds import MAX_LAUNCHES, MAX_SIZES, check_size, problem_lines
 from commlens.campaign.errors import CampaignError
 from commlens.campaign.rounds import rounds_outside
-from commlens.campaign.kernels import schedule_range
+from commlens.campaign.kernels import schedule_range, size_count
 from commlens.campaign.model import Campaign
-from commlens.campaign.schema import SCHEMA_PATH, describe_error, fill_defaults, load_schema, validator
+from commlens.campaign.schema import (SCHEMA_PATH, describe_error, fill_defaults, load_schema,
+                                      structure_problems, validator)
 from commlens.locations import cache_dir
 from commlens.units import parse_size
 
@@ -27,25 +30,16 @@ def validate_campaign(config: dict, source: str = "<campaign>") -> dict:
     if not isinstance(config, dict):
         raise CampaignError(f"{source}: a campaign file is a YAML mapping, got {type(config).__name__}")
     check_size(config, source)     # before anything walks it whole: the cache's JSON, the schema's validator
-    cached = _validated_path(config)
-    if cached is not None and cached.exists():
-        try:
-            return json.loads(cached.read_text())
-        except (OSError, ValueError):
-            pass
+    cached = cache_path(config)
+    if cached is not None and (validated := _read_cached(cached, config, source)) is not None:
+        return validated
     validated = json.loads(json.dumps(_validate(config, source)))   # as a cached one reads back: plain JSON
     if cached is not None:
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            partial = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
-            partial.write_text(json.dumps(validated))
-            partial.replace(cached)
-        except OSError:
-            pass      # a cache that cannot be written only costs the next validation its second
+        _write_cached(cached, validated)
     return validated
 
 
-def _validated_path(config: dict) -> Path | None:
+def cache_path(config: dict) -> Path | None:
     """Where the validated form of `config` is cached: named by the hash of the config and the schema."""
     try:
         text = json.dumps(config, sort_keys=True)
@@ -53,6 +47,71 @@ def _validated_path(config: dict) -> Path | None:
         return None     # not plain data: validation says what is wrong with it
     digest = hashlib.sha256(text.encode() + b"\0" + SCHEMA_PATH.read_bytes()).hexdigest()
     return cache_dir() / "validated-campaigns" / f"{digest}.json"
+
+
+def cache_entry(path: Path, validated: dict) -> dict:
+    """What the cache keeps at `path`: the validated config, and the sha256 of what was validated (the
+    hash `path` is named by) together with it, so that an entry edited or cut short is not read back."""
+    return {"validated": validated, "sha256": _entry_digest(path, validated)}
+
+
+def _entry_digest(path: Path, validated) -> str:
+    """The sha256 of the hash `path` is named by and of `validated` (as JSON, its keys sorted)."""
+    text = json.dumps(validated, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(f"{path.stem}\0{text}".encode()).hexdigest()
+
+
+def _read_cached(path: Path, config: dict, source: str) -> dict | None:
+    """The validated config cached at `path`; None where there is none, or one that is not what a fresh
+    validation of `config` gives, which is then validated afresh. The cache is a file anyone with the
+    user's rights can edit, and its names become paths under results/: an entry whose digest does not
+    match, that is not `config` with defaults added, or whose words or counts the schema's and
+    _check_consistency's checks refuse is not trusted."""
+    try:
+        entry = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or entry.get("sha256") != _entry_digest(path, entry.get("validated")):
+        return None
+    validated = entry.get("validated")
+    if not _adds_to(validated, config):
+        return None
+    schema = load_schema()
+    if structure_problems(validated, schema, schema):
+        return None
+    try:
+        _check_consistency(validated, source)
+    except (LookupError, TypeError, ValueError):    # CampaignError among them
+        return None
+    return validated
+
+
+def _adds_to(validated, given) -> bool:
+    """Whether `validated` is `given` with keys added (the schema's defaults), every value given kept."""
+    if isinstance(given, dict):
+        return isinstance(validated, dict) and all(key in validated and _adds_to(validated[key], value)
+                                                   for key, value in given.items())
+    if isinstance(given, list):
+        return isinstance(validated, list) and len(validated) == len(given) and all(map(_adds_to, validated, given))
+    return type(validated) is type(given) and validated == given
+
+
+def _write_cached(path: Path, validated: dict) -> None:
+    """Writes the cache entry whole or not at all: to a temporary of its own beside it (a name no other
+    process, and nobody who guesses, holds), renamed over it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w") as file:
+                json.dump(cache_entry(path, validated), file)
+            os.replace(partial, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
+            raise
+    except OSError:
+        pass      # a cache that cannot be written only costs the next validation its second
 
 
 def _validate(config: dict, source: str) -> dict:
@@ -110,6 +169,11 @@ def _check_consistency(config: dict, source: str) -> None:
             if low > high:
                 problems.append(f"kernels.{entry}.sizes: min {sizes.get('min', low)} is larger than "
                                 f"max {sizes.get('max', high)}")
+            elif (count := size_count(sizes)) > MAX_SIZES:
+                given = ", ".join(f"{key} {value}" for key, value in sizes.items())
+                fewer = {"small": "a larger step or ", "netpipe": "fewer per_octave or "}.get(sizes["schedule"], "")
+                problems.append(f"kernels.{entry}.sizes: {count:,} sizes ({given}); a launch measures at most "
+                                f"{MAX_SIZES:,} ({fewer}a narrower min to max gives fewer)")
         unknown = [p for p in spec.get("placements", []) if p not in known]
         if unknown:
             problems.append(f"kernels.{entry}.placements: {', '.join(map(repr, unknown))} not among the "

@@ -3,6 +3,8 @@ there are is the kernel catalogue's to say (commlens.launch.catalogue)."""
 
 from __future__ import annotations
 
+import itertools
+
 from commlens.units import parse_size
 
 
@@ -16,9 +18,48 @@ SCHEDULE_DEFAULT_RANGE = {"powers": (1, 4 * 2**20), "netpipe": (1, 4 * 2**20),
                           "small": (4, 8000), "large": (1, 4 * 2**20)}
 
 
+# The harness's defaults for a schedule's options (kernels/harness/options.c): a campaign passes on only
+# those it gives.
+SCHEDULE_DEFAULT_OPTIONS = {"per_octave": 2, "perturbation": 3, "step": 32}
+
+
 def schedule_range(sizes: dict) -> tuple[int, int]:
     low, high = SCHEDULE_DEFAULT_RANGE[sizes["schedule"]]
     return parse_size(sizes.get("min", low)), parse_size(sizes.get("max", high))
+
+
+def size_count(sizes: dict) -> int:
+    """How many sizes a kernel entry's `sizes` gives each launch, as the harness expands its schedule
+    (kernels/harness/sizes.c): `small` in steps of 1 up to 4Mi is four million sizes, counted here
+    without listing them; the other schedules step geometrically (at most 64 points an octave), so
+    listing theirs costs little however large their range."""
+    if "list" in sizes:
+        return len(sizes["list"])
+    low, high = schedule_range(sizes)
+    if low > high:
+        return 0
+    option = {**SCHEDULE_DEFAULT_OPTIONS, **sizes}
+    start = max(low, 1)
+    if sizes["schedule"] == "small":        # min, then every multiple of step above it up to max
+        return 1 + high // option["step"] - low // option["step"]
+    if sizes["schedule"] == "powers":       # (0,) min, 2 min, 4 min ... up to max
+        return (low == 0) + (high // start).bit_length()
+    if sizes["schedule"] == "large":        # (0,) 1, 2, 3, 4, 6, 8, 12 ...: 2^k and 3 * 2^(k-1)
+        points = [1] + [point for k in range(1, high.bit_length() + 1) for point in (1 << k, 3 << (k - 1))]
+        return (low == 0) + sum(low <= point <= high for point in points)
+    # netpipe: per_octave points an octave from max(min, 1), each also perturbation bytes below and above
+    per_octave, perturbation = option["per_octave"], option["perturbation"]
+    points = {0} if low == 0 else set()
+    for step in itertools.count():
+        try:
+            centre = int(start * 2.0 ** (step / per_octave) + 0.5)     # C's round() of a positive double
+        except OverflowError:       # past what a double holds, and so past any max the harness takes
+            break
+        if centre > high:
+            break
+        points.update(point for point in (centre - perturbation, centre, centre + perturbation)
+                      if low <= point <= high and point > 0)
+    return len(points)
 
 
 def timing_args(spec: dict) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
 import re
 
 import yaml
@@ -16,7 +17,9 @@ SCHEMA_PATH = ROOT / "workflow" / "schemas" / "campaign.schema.yaml"   # the che
 
 
 def load_schema() -> dict:
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    # libyaml's loader where PyYAML has it: a campaign read back from the validated-campaign cache is
+    # checked against the schema (structure_problems), and the pure-Python loader takes 35 ms of it, libyaml 7.
+    return yaml.load(SCHEMA_PATH.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def validator(schema: dict):
@@ -35,6 +38,57 @@ def validator(schema: dict):
             yield jsonschema.ValidationError(f"{instance!r} does not match {regex!r}")
 
     return jsonschema.validators.extend(base, {"pattern": pattern}, type_checker=checker)(schema)
+
+
+_TYPES = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
+
+
+def structure_problems(instance, schema: dict, root: dict, path: tuple = ()) -> list[str]:
+    """What `instance` breaks of the schema's types, required and unknown keys, enums, patterns, lengths
+    and number bounds: what keeps its names and words safe (names become paths under results/, shell
+    words and variable names) and its counts finite, checked without jsonschema. For a campaign read
+    back from the validated-campaign cache, which anyone with the user's rights can edit: jsonschema's
+    import would cost every launch that reads the campaign 0.1 s, the cache's whole gain."""
+    schema = _resolve(schema, root)
+    where = key_path(path)
+    if "oneOf" in schema:
+        tries = [structure_problems(instance, branch, root, path) for branch in schema["oneOf"]]
+        if all(tries):
+            return tries[0]
+    kinds = [schema["type"]] if isinstance(schema.get("type"), str) else schema.get("type", [])
+    if kinds and not any(isinstance(instance, _TYPES[kind]) and (kind == "boolean" or not isinstance(instance, bool))
+                         for kind in kinds):
+        return [f"{where}: {shown(instance)} is not {' or '.join(kinds)}"]
+    if "enum" in schema and instance not in schema["enum"]:
+        return [f"{where}: {shown(instance)} is not one of {', '.join(map(str, schema['enum']))}"]
+    if isinstance(instance, str) and ("pattern" in schema and not re.search(python_regex(schema["pattern"]), instance)
+                                      or len(instance) > schema.get("maxLength", len(instance))):
+        return [f"{where}: {shown(instance)} is not allowed"]
+    if isinstance(instance, (int, float)) and not isinstance(instance, bool) and not _within_bounds(instance, schema):
+        return [f"{where}: {shown(instance)} is out of bounds"]
+    problems = []
+    if isinstance(instance, dict):
+        properties, extra = schema.get("properties", {}), schema.get("additionalProperties")
+        problems += [f"{where}: no {key}" for key in schema.get("required", []) if key not in instance]
+        for key, value in instance.items():
+            if "propertyNames" in schema:
+                problems += structure_problems(key, schema["propertyNames"], root, path + (key,))
+            if key in properties:
+                problems += structure_problems(value, properties[key], root, path + (key,))
+            elif isinstance(extra, dict):
+                problems += structure_problems(value, extra, root, path + (key,))
+            elif extra is False:
+                problems.append(f"{key_path(path + (key,))}: unknown key")
+    elif isinstance(instance, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(instance):
+            problems += structure_problems(item, schema["items"], root, path + (index,))
+    return problems
+
+
+def _within_bounds(number, schema: dict) -> bool:
+    """Whether `number` lies within the schema's minimum, maximum and exclusive bounds (nan never does)."""
+    return (schema.get("minimum", -math.inf) <= number <= schema.get("maximum", math.inf)
+            and schema.get("exclusiveMinimum", -math.inf) < number < schema.get("exclusiveMaximum", math.inf))
 
 
 def python_regex(pattern: str) -> str:

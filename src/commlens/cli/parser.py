@@ -6,8 +6,52 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 
 from commlens import __version__
+
+# A bisection step is a campaign whose `launches:` is --launches: 1 to 1000, as the campaign schema
+# (workflow/schemas/campaign.schema.yaml) allows.
+STEP_LAUNCHES = (1, 1000)
+MIN_EFFECT_MEANING = "the smallest relative change, 0.05 for 5%"
+CONFIDENCE_MEANING = "the intervals' level, 0.95 for 95%"
+
+
+class _VerbParser(argparse.ArgumentParser):
+    """A verb's parser: an argument it refuses is reported as every commlens error is (commlens.cli), in
+    one line, `commlens VERB: --option VALUE: problem`, exit 2, before the verb does anything."""
+
+    def error(self, message):
+        # argparse says "argument --confidence: 7: must be ..." (the checks below begin with the value)
+        problem = re.sub(r"^argument (\S+): ", r"\1 ", message)
+        self.exit(2, f"{self.prog}: {problem}\n")
+
+
+def fraction(meaning: str):
+    """An argument type: a number strictly between 0 and 1 (not nan, not inf); `meaning` says in the
+    refusal what the number is."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not 0 < value < 1:       # nan compares false
+            raise argparse.ArgumentTypeError(f"{text}: must be a number between 0 and 1 (exclusive): {meaning}")
+        return value
+    return parse
+
+
+def whole_number(low: int, high: int):
+    """An argument type: a whole number from `low` to `high`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text}: must be a whole number from {low} to {high}")
+        return value
+    return parse
 
 
 def _verb(module: str, function: str):
@@ -21,7 +65,7 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="commlens", description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"commlens {__version__}")
-    verbs = parser.add_subparsers(dest="command", required=True, metavar="VERB")
+    verbs = parser.add_subparsers(dest="command", required=True, metavar="VERB", parser_class=_VerbParser)
 
     run = verbs.add_parser("run", help="run a campaign: its workflow, its progress, then its summary "
                                        "(what `make campaign` does)")
@@ -58,9 +102,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     compare.add_argument("candidate", help="dataset (.nc) or campaign file of the candidate")
     compare.add_argument("--map", action="append", default=[], metavar="OLD=NEW",
                          help="the baseline's library row OLD is the candidate's NEW (repeatable)")
-    compare.add_argument("--min-effect", type=float, default=0.05,
+    compare.add_argument("--min-effect", type=fraction(MIN_EFFECT_MEANING), default=0.05,
                          help="smallest relative change reported (default 0.05)")
-    compare.add_argument("--confidence", type=float, default=0.95,
+    compare.add_argument("--confidence", type=fraction(CONFIDENCE_MEANING), default=0.95,
                          help="interval level; the false discovery rate is 1 - confidence (default 0.95)")
     compare.add_argument("--fail-on", choices=("regressed", "improved", "changed"),
                          help="exit 1 when any cell has this verdict (gate an update in CI)")
@@ -79,10 +123,12 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     bisect.add_argument("--sizes", help="message sizes to watch, comma-separated (e.g. 8,1Ki)")
     bisect.add_argument("--cells", metavar="TABLE", help="watch the changed ranges of a table commlens compare "
                                                          "--output wrote (.csv or .json) instead")
-    bisect.add_argument("--launches", type=int, default=3, help="launches a side per step (default 3)")
-    bisect.add_argument("--min-effect", type=float, default=0.05,
-                        help="smallest relative change compare reports (default 0.05)")
-    bisect.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    bisect.add_argument("--launches", type=whole_number(*STEP_LAUNCHES), default=3,
+                        help=f"launches a side per step, {STEP_LAUNCHES[0]} to {STEP_LAUNCHES[1]} (default 3)")
+    bisect.add_argument("--min-effect", type=fraction(MIN_EFFECT_MEANING), default=0.05,
+                        help="smallest relative change compare reports, between 0 and 1 (default 0.05)")
+    bisect.add_argument("--confidence", type=fraction(CONFIDENCE_MEANING), default=0.95,
+                        help="interval level, between 0 and 1 (default 0.95)")
     bisect.add_argument("--directory", default=".", help="the workflow's working directory: the steps' results/, "
                                                          "the shared build/ and bisect/ (default: here)")
     bisect.add_argument("--json", action="store_true",
@@ -95,7 +141,7 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     history = verbs.add_parser(
         "history", help="what changed from one rerun of a campaign to the next (results/<campaign>/history/)")
     history.add_argument("target", help="results/<campaign>, its dataset (.nc) or the campaign file")
-    history.add_argument("--min-effect", type=float, default=0.05,
+    history.add_argument("--min-effect", type=fraction(MIN_EFFECT_MEANING), default=0.05,
                          help="smallest relative change reported (default 0.05)")
     history.add_argument("--output", help="write the table of changed size ranges (.csv or .json)")
     history.set_defaults(verb=_verb("compare", "history"))
