@@ -34,7 +34,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +45,9 @@ from commlens.launch import vnodes
 
 PARTITION = "debug"
 CLUSTER = "commlens"
-STATE_DIR = Path(tempfile.gettempdir()) / "commlens-slurm"
+# In /run, which only root may write (the cluster needs root): a fixed name, which test sessions share to
+# find and stop each other's daemons, that no other user can take first with a link of their own.
+STATE_DIR = Path("/run/commlens-slurm")
 CONFIGLESS_LINK = Path("/run/slurm/conf")   # where Slurm clients look when SLURM_CONF is unset
 COMMANDS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scontrol")
 DAEMONS = ("slurmd-*", "slurmctld", "munged")   # stop order: the nodes, the controller, then authentication

@@ -259,6 +259,16 @@ def test_run_shows_snakemakes_error_without_its_chatter(tmp_path, capsys):
     assert "Using workflow specific profile" in log.read_text() and "Using workflow" not in err
 
 
+def test_run_says_where_a_linked_results_folder_leads(tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "results").symlink_to(elsewhere)
+    campaign = write_campaign(tmp_path, small_campaign("linked", launches=2, timeout=60))
+    code, out, err = run_cli(capsys, "run", campaign, "--directory", tmp_path, "--config", "launches=0")
+    assert out.startswith(f"{tmp_path / 'results'} is a link to {elsewhere}: the campaign's results go there\n")
+    assert (elsewhere / "linked" / "logs" / "snakemake.log").exists()
+
+
 @pytest.mark.mpi
 def test_run_shows_progress_not_snakemake_and_ends_with_the_summary(workspace, built, tmp_path):
     campaign = write_campaign(workspace / "config" / "campaigns", small_campaign("runverb", launches=2, timeout=60),
@@ -305,6 +315,15 @@ def test_ctrl_c_stops_a_run_and_leaves_nothing_running(workspace, built, tmp_pat
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.3)
     time.sleep(1.0)
+    # A second run of the same campaign meanwhile is refused in one line, before it touches the first's log.
+    log = workspace / "results" / "runstop" / "logs" / "snakemake.log"
+    logged = log.read_text()
+    second = subprocess.run(commlens_run(workspace, campaign), cwd=workspace, capture_output=True, text=True,
+                            timeout=60)
+    assert second.returncode == 2 and second.stdout == "", second.stdout + second.stderr
+    assert one_line_error(second.stderr).startswith(f"commlens run: {campaign}: campaign runstop is being run "
+                                                    f"already (commlens run {campaign} (pid {process.pid} on ")
+    assert log.read_text().startswith(logged) and "run_launch" in logged
     process.send_signal(signal.SIGINT)            # to commlens alone, as a terminal's Ctrl-C reaches it
     out, err = process.communicate(timeout=90)
     assert process.returncode == 130, out + err

@@ -327,6 +327,16 @@ def bad_files(good: Path, folder: Path) -> dict[str, tuple[Path, str]]:
         renamed = ds.load()
     renamed.attrs["commbench_version"] = renamed.attrs.pop("commlens_version")
     renamed.to_netcdf(former)
+    broken = folder / "broken-config.nc"
+    renamed.attrs["commlens_version"] = renamed.attrs.pop("commbench_version")
+    renamed.assign_attrs(campaign_config="{broken").to_netcdf(broken)
+    paths["campaign_config not JSON"] = (
+        broken, f"{broken}: its campaign_config attribute is not the campaign as JSON (Expecting property name "
+                f"enclosed in double quotes: line 1 column 2 (char 1)); recollect it")
+    lacking = folder / "lacking.nc"
+    renamed.drop_vars("median").to_netcdf(lacking)
+    paths["a variable missing"] = (lacking, f"{lacking}: a commlens dataset without the variable median; recollect "
+                                            f"it from its raw files")
     paths["written under the former name"] = (
         former, f"{former}: written before the project took the name commlens (its commbench_version attribute); "
                 f"recollect it from its raw files with this version")
@@ -357,3 +367,93 @@ def test_verbs_on_a_bad_dataset_print_one_line_and_write_nothing(good_dataset, t
         err = capsys.readouterr().err
         assert err.strip().splitlines() == [f"commlens {verb}: {message}"], err
         assert not out.exists(), sorted(out.rglob("*"))
+
+
+# --- a validated-campaign cache edited by hand -----------------------------------------------------
+
+def poisoned_campaign(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    """A campaign file validated once into a cache of its own, and the cache's entry for it."""
+    monkeypatch.setenv("COMMLENS_CACHE", str(tmp_path / "cache"))
+    workspace = tmp_path / "outer" / "work"     # results/../../poisoned would be outer/poisoned
+    (workspace / "config").mkdir(parents=True)
+    campaign_file = write(workspace / "config", BASE, "hostile.yaml")
+    assert load_campaign(campaign_file).name == "hostile"
+    [entry] = (tmp_path / "cache" / "validated-campaigns").glob("*.json")
+    return campaign_file, entry
+
+
+def vouch(entry: Path, change) -> None:
+    """Rewrites a cache entry as one with its digest recomputed would be: the validated config changed by
+    `change`, and a sha256 that matches it."""
+    import json
+
+    from commlens.campaign.checks import cache_entry
+
+    validated = json.loads(entry.read_text())["validated"]
+    change(validated)
+    entry.write_text(json.dumps(cache_entry(entry, validated)))
+
+
+def test_a_cache_entry_edited_by_hand_is_dropped_and_the_campaign_validated_afresh(tmp_path, monkeypatch, capsys):
+    campaign_file, entry = poisoned_campaign(tmp_path, monkeypatch)
+    # Its content changed, its digest not.
+    entry.write_text(entry.read_text().replace('"campaign": "hostile"', '"campaign": "../../poisoned"'))
+    assert cli.main(["validate", str(campaign_file)]) == 0
+    assert capsys.readouterr().out == f"{campaign_file}: ok, campaign 'hostile', 3 launches\n"
+    assert "poisoned" not in entry.read_text()      # validated afresh, and written again
+    # Its content changed and its digest recomputed: the name is not the file's, and no name at all.
+    for hostile in ("../../poisoned", "other"):
+        vouch(entry, lambda validated: validated.update(campaign=hostile))
+        assert cli.main(["validate", str(campaign_file)]) == 0
+        assert capsys.readouterr().out == f"{campaign_file}: ok, campaign 'hostile', 3 launches\n"
+    # Values the file leaves to the schema's defaults, changed to what a fresh validation refuses.
+    fresh = load_campaign(campaign_file).config
+    for change in (lambda v: v["kernels"]["pingpong.send"].update(timer="$(reboot)"),
+                   lambda v: v["precision"].update(rse="0.01; reboot"),
+                   lambda v: v.update(launches=10**9),
+                   lambda v: v["precision"].update(max_samples=5)):     # below min_samples: 10
+        vouch(entry, change)
+        assert load_campaign(campaign_file).config == fresh
+
+
+HOSTILE_NAMES = {   # a name that would leave results/ or split a shell word: how a campaign file gives it
+    "campaign": lambda c: c.update(campaign="../../poisoned"),
+    "libraries": lambda c: c.update(libraries={"../../x": c["libraries"]["mpich-5.0.2"]}),
+    "libraries.x.mpi": lambda c: c["libraries"]["mpich-5.0.2"].update(mpi="../mpich"),
+    "placements[0].name": lambda c: c["placements"][0].update(name="../1N2P"),
+    "kernels": lambda c: c.update(kernels={"../k": c["kernels"]["pingpong.send"]}),
+}
+
+
+@pytest.mark.parametrize("where", HOSTILE_NAMES)
+def test_a_hostile_name_vouched_for_by_a_cache_entry_is_refused(tmp_path, monkeypatch, where):
+    """A campaign file with a name the schema refuses, and a cache entry (its digest recomputed) that says
+    it was validated: refused as a fresh validation refuses it."""
+    import yaml
+
+    from commlens.campaign.checks import cache_path
+
+    campaign_file, entry = poisoned_campaign(tmp_path, monkeypatch)
+    config = yaml.safe_load(BASE)
+    HOSTILE_NAMES[where](config)
+    campaign_file.write_text(yaml.safe_dump(config))
+    cached = cache_path(config)
+    cached.write_text(entry.read_text())
+    vouch(cached, HOSTILE_NAMES[where])
+    with pytest.raises(CampaignError, match=r"hostile.yaml: invalid campaign file\n  .*'\.\./.*is not allowed"):
+        load_campaign(campaign_file)
+
+
+@pytest.mark.parametrize("digest", ["left", "recomputed"])
+def test_the_dry_run_of_a_poisoned_cache_plans_nothing_outside_results(tmp_path, monkeypatch, digest):
+    campaign_file, entry = poisoned_campaign(tmp_path, monkeypatch)
+    if digest == "left":
+        entry.write_text(entry.read_text().replace('"campaign": "hostile"', '"campaign": "../../poisoned"'))
+    else:
+        vouch(entry, lambda validated: validated.update(campaign="../../poisoned"))
+    workspace = campaign_file.parents[1]
+    run = snakemake(workspace, "--configfile", str(campaign_file), "--dry-run")
+    planned = [line.split(":", 1)[1] for line in run.stdout.splitlines() if line.strip().startswith("output:")]
+    outputs = [path.strip() for line in planned for path in line.split(",")]
+    assert "results/hostile/hostile.nc" in outputs and not [p for p in outputs if ".." in p], outputs
+    assert [p.name for p in (tmp_path / "outer").iterdir()] == ["work"]

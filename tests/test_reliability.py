@@ -34,6 +34,7 @@ from commlens.launch.supervision import alive, leftover_files, mapped_files
 from commlens import open_campaign
 from commlens.launch.preflight import ResourceError, check_resources, needs, resource_problems
 from commlens.launch.placement import Placement
+from commlens.report.methods.sections import methods
 from commlens.io.raw import LAUNCH_STATUSES, RawFileError, read_raw
 
 from conftest import REPO, interruptible, launch, small_campaign, snakemake, workflow_command
@@ -340,6 +341,36 @@ def test_hung_launch_is_killed_recorded_and_the_campaign_completes(workspace, bu
     raw = workspace / "results" / "hang" / "raw"
     assert not list(raw.rglob("*.partial")) and not list(raw.rglob("*.tmp"))
 
+    # The next run measures the failed launches again (retries: 1 by default), and only those; the one after
+    # has nothing to do. The dataset and Methods say which were retried and why.
+    kept = {path: path.read_bytes() for path in raw.rglob("pingpong.send/*.jsonl")}
+    run = snakemake(workspace, "results/hang/hang.nc", "--configfile", str(campaign))
+    assert {path: path.read_bytes() for path in raw.rglob("pingpong.send/*.jsonl")} == kept
+    ds = open_campaign(workspace / "results" / "hang" / "hang.nc")
+    hung = ds.sel(placement="1N2P", launch=0, kernel="pingpong.send@hang")
+    assert hung["attempt"].values.tolist() == [2, 2] and hung["status"].values.tolist() == ["timeout", "timeout"]
+    for text in hung["retried_after"].values:
+        (earlier,) = json.loads(text)
+        assert earlier["status"] == "timeout" and "killed after the 5 s timeout" in earlier["reason"]
+    assert (ds["attempt"].sel(kernel="pingpong.send") == 1).all()
+    launches = next(section.paragraphs for section in methods(ds) if section.heading == "Launches and order")[0]
+    assert "Measured again after a failed attempt (`retries`: 1)" in launches
+    assert "mpich-5.0.2/1N2P/pingpong.send@hang/0, attempt 2, after timeout: killed after the 5 s" in launches
+    again = snakemake(workspace, "results/hang/hang.nc", "--configfile", str(campaign))
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+    # A raw file from the future (a clock set wrong) is read by its content, said, and given the time now:
+    # Snakemake would otherwise fail collect on every run, taking it for a clock skew.
+    future = raw / "mpich-5.0.2" / "1N2P" / "pingpong.send" / "launch0.jsonl"
+    os.utime(future, (time.time() + 3600, time.time() + 3600))
+    run = snakemake(workspace, "results/hang/hang.nc", "--configfile", str(campaign))
+    output = run.stdout + run.stderr
+    assert re.search(rf"{re.escape(str(future.relative_to(workspace)))}: modified in the future \(.*, 60 min ahead of "
+                     r"this host's clock\); read by its content, its time set to now", output), output[-3000:]
+    assert future.stat().st_mtime <= time.time() and "clock skew" not in output
+    assert open_campaign(workspace / "results" / "hang" / "hang.nc")["status"].sel(
+        kernel="pingpong.send", placement="1N2P", launch=0).values.tolist() == ["ok", "ok"]
+
 
 @pytest.mark.mpi
 @pytest.mark.alone   # what /dev/shm holds is the whole host's: a neighbour's killed launch would be in it
@@ -362,6 +393,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from conftest import launch
 from commlens.launch.placement import Placement
+from commlens.report.methods.sections import methods
 launch(Path(sys.argv[2]), "mpich-5.0.2", Placement("1N2P", 1, 2),
        ["pingpong.send", "--sizes", "8,1024", "--min-samples", "3", "--test-hang-after", "1"], Path(sys.argv[3]),
        timeout_s=120)
@@ -742,10 +774,12 @@ FULL = textwrap.dedent("""
 
 
 @pytest.mark.mpi
-def test_a_full_disk_loses_no_launch_and_no_stale_dataset_is_taken_as_current(workspace, built, tmp_path):
-    """Collection on a full disk fails with the file and the cause and leaves no dataset (Snakemake restores
-    none); once there is space the next run collects again, and the dataset holds the raw files' launches.
-    A dataset put back by hand (a fresh modification time, older launches) is collected again too."""
+def test_a_full_disk_loses_no_launch_and_keeps_the_previous_dataset_and_report(workspace, built, tmp_path):
+    """Collection on a full disk fails with one line naming the file, the cause and the space needed, and
+    leaves the previous dataset in place (Snakemake deletes it before the job: it gets its name back); so
+    does a report on a full disk, whole. Once there is space the next run collects again, and the dataset
+    holds the raw files' launches. A dataset put back by hand (a fresh modification time, older launches)
+    is collected again too."""
     work = tmp_path / "work"
     work.mkdir()
     campaign = write(work, FULL, "full.yaml")
@@ -759,20 +793,43 @@ def test_a_full_disk_loses_no_launch_and_no_stale_dataset_is_taken_as_current(wo
     def started_in_raw() -> str:
         return read_raw(work / launch1).launch["started"][:19]
 
+    def held_or_staged(folder: Path) -> list[str]:
+        return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
     with small_disk(work / "results", "8m") as disk:
-        snakemake(work, dataset, "--configfile", str(campaign), *build)
+        snakemake(work, "--configfile", str(campaign), *build)
+        report = {name: (disk / "full" / name).read_bytes() for name in ("report.html", "report.ipynb")}
+        figures = sorted(p.name for p in (disk / "full" / "figures").iterdir())
+        assert figures and "manifest.json" in figures
+        before = started_in_dataset()
+
+        fill(disk, leave=300_000)                     # room for the notebook's run, not for the report
+        run = snakemake(work, "--configfile", str(campaign), "--forcerun", "report", *build, check=False)
+        output = run.stdout + run.stderr
+        line = next((line for line in output.splitlines() if line.startswith("commlens report: ")), output[-3000:])
+        assert run.returncode != 0 and line.startswith(
+            f"commlens report: no space left on device writing {disk / 'full'}/"), line
+        assert "it needs about " in line and line.endswith("the previous report is kept"), line
+        assert {name: (disk / "full" / name).read_bytes() for name in report} == report
+        assert sorted(p.name for p in (disk / "full" / "figures").iterdir()) == figures
+        assert held_or_staged(disk / "full") == [] and leftover_temporaries(disk) == []
+
         fill(disk, leave=100_000)                     # room for a launch, not for a dataset
         run = snakemake(work, dataset, "--configfile", str(campaign), "--forcerun", launch1, *build, check=False)
         output = run.stdout + run.stderr
-        assert run.returncode != 0 and "collect full: no space left on device" in output, output[-3000:]
-        assert f"writing {dataset}" in output and "Traceback" not in output
+        line = next((line for line in output.splitlines() if line.startswith("commlens collect: ")), output[-3000:])
+        assert run.returncode != 0 and line.startswith("commlens collect: no space left on device"), line
+        assert f"writing {dataset}" in line and "it needs about " in line, line
+        assert line.endswith("the previous dataset is kept") and "Traceback" not in output
         assert read_raw(work / launch1).status == "ok"          # the launch is kept
-        assert not (work / dataset).exists() and leftover_temporaries(disk) == []
-        assert list((disk / "full" / "history").glob("*/full.nc"))  # the previous dataset, kept
+        assert started_in_dataset() == before != started_in_raw()   # the previous dataset, in its place
+        assert not (disk / "full" / "history").exists()
+        assert held_or_staged(disk / "full") == [] and leftover_temporaries(disk) == []
 
         fill(disk, None)
         run = snakemake(work, dataset, "--configfile", str(campaign), *build)
         assert "rule collect:" in run.stdout + run.stderr and started_in_dataset() == started_in_raw()
+        assert len(list((disk / "full" / "history").glob("*/full.nc"))) == 1   # the previous dataset, kept
 
         # An older dataset put back with a fresh time is no current one: the next run collects again.
         shutil.copy(next((disk / "full" / "history").glob("*/full.nc")), work / dataset)

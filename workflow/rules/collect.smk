@@ -10,8 +10,8 @@ rule collect:
         bisections=bisections_record,
     output:
         # Snakemake deletes them before the job; the collection finds them under their held names and
-        # keeps them in history/ (commlens.io.archive). A collection that fails leaves none: no stale
-        # dataset is ever restored as current.
+        # keeps them in history/ (commlens.io.archive). Where the collection fails, they get their names
+        # back when the workflow ends, and the next run collects again.
         dataset=DATASET,
         failures=RESULTS / "failures.jsonl",
     params:

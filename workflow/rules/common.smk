@@ -13,12 +13,13 @@ from commlens.campaign.rounds import (DECISIONS_FILE, SEED_FILE, draw_seed, reco
                                       rounds_outside, seed_record)
 from commlens.cli.bisections import BISECTIONS_FILE
 from commlens.io.atomic import write_text
-from commlens.io.archive import hold
-from commlens.io.collected import out_of_date, recollection_param
+from commlens.io.archive import dataset_outputs, give_back, hold
+from commlens.io.collected import from_the_future, out_of_date, recollection_param
 from commlens.io.raw import read_launch_record
 from commlens.launch.catalogue import CatalogueError
 from commlens.launch.preflight import check_campaign, check_partition, mpi_spec_path
 from commlens.launch.provenance import KERNELS_DIR
+from commlens.launch.run import next_attempt
 from commlens.lean_imports import import_jsonschema
 
 # Snakemake imports jsonschema (through nbformat, to read each script rule's language) while it builds the
@@ -185,12 +186,30 @@ def raw_file(library, placement, kernel, launch):
 
 # Every launch's raw file, in the campaign's order: what collect reads and the `launches` target makes.
 RAW_FILES = [raw_file(*run) for run in CAMPAIGN.runs()]
+# Each launch's attempt, read here, before any job: Snakemake deletes a launch's raw file before it runs
+# the launch, and the job reads its params again then.
+ATTEMPTS = {run: next_attempt(raw_file(*run), CAMPAIGN.config["retries"]) for run in CAMPAIGN.runs()}
 
 
 def previous_launch(wildcards):
-    """The raw file of the launch before this one in the design; none for the campaign's first."""
+    """The raw file of the launch before this one in the design; none for the campaign's first. A launch
+    measured again after a failure (launch_attempt) runs out of its turn: it waits for no other, and the
+    launches after it are not redone for it (ancient: its time is not compared with theirs). Every
+    failed launch is so measured again in the same run of the workflow: Snakemake does not look at the
+    params of a job that waits for one it reruns, so a retried launch waits for none."""
     run = (wildcards.library, wildcards.placement, wildcards.kernel, int(wildcards.launch))
-    return [raw_file(*PREVIOUS_LAUNCH[run])] if run in PREVIOUS_LAUNCH else []
+    if run not in PREVIOUS_LAUNCH or ATTEMPTS[run]["attempt"] > 1:
+        return []
+    previous = PREVIOUS_LAUNCH[run]
+    return [ancient(raw_file(*previous)) if ATTEMPTS[previous]["attempt"] > 1 else raw_file(*previous)]
+
+
+def launch_attempt(wildcards):
+    """Which attempt of the launch a run makes (commlens.launch.run.next_attempt), as a param: empty for a
+    first attempt; for a launch that failed or timed out with retries left, a value its raw file does not
+    record yet, so that Snakemake measures it again; after the last retry, the value it records."""
+    attempt = ATTEMPTS[(wildcards.library, wildcards.placement, wildcards.kernel, int(wildcards.launch))]
+    return json.dumps(attempt, sort_keys=True) if attempt["attempt"] > 1 else ""
 
 
 def decisions_record(wildcards):
@@ -252,11 +271,19 @@ def _dataset_out_of_date() -> str:
     return param
 
 
+# The outputs a run replaces: Snakemake deletes them before their job runs and when it fails, so each
+# gets a second name first, and when the workflow ends those not replaced get their names back
+# (commlens.io.archive): the previous dataset and report stay until their replacements are whole.
+REPORT_HTML, REPORT_NOTEBOOK_RUN, FIGURES = RESULTS / "report.html", RESULTS / "report.ipynb", RESULTS / "figures"
+REPLACED = (*dataset_outputs(DATASET), REPORT_HTML, REPORT_NOTEBOOK_RUN, FIGURES)
+if not workflow.remote_exec:
+    give_back(*REPLACED)       # what a run killed outright left held
+    for _line in from_the_future(RAW_FILES):
+        print(_line, file=sys.stderr)
+
 # Worked out here, before any job: Snakemake deletes the dataset before collect runs, and a job reads its
 # params again then (a cluster job parses the workflow before it deletes anything, so it gets the same).
 DATASET_OUT_OF_DATE = _dataset_out_of_date()
 
-# The dataset and failures.jsonl get a second name that Snakemake does not delete before collect runs:
-# the collection keeps them in history/ from there (commlens.io.archive).
 if not workflow.remote_exec:
-    hold(DATASET)
+    hold(*REPLACED)

@@ -16,6 +16,7 @@ rule run_launch:
         raw=RESULTS / "raw" / "{library}" / "{placement}" / "{kernel}" / "launch{launch}.jsonl",
     params:
         settings=launch_settings,
+        attempt=launch_attempt,
     log:
         RESULTS / "logs" / "{library}" / "{placement}" / "{kernel}" / "launch{launch}.log",
     threads: workflow.cores

@@ -1,14 +1,12 @@
 # Snakemake script: raw launch files -> results/<campaign>/<campaign>.nc, streamed: one launch's
 # samples in memory at a time, the rest on disk beside the dataset until it is written.
-import contextlib
 import json
 import sys
 from pathlib import Path
 
 from commlens.campaign import campaign_from_config
-from commlens.data.collect import build_dataset, stream_raw
+from commlens.data.collect import build_dataset, collection_space, stream_raw
 from commlens.data.failures import failures, write_failures
-from commlens.io.archive import archive_previous
 from commlens.io.atomic import write_failure
 from commlens.io.collected import collected_from
 from commlens.io.netcdf import write_dataset
@@ -41,13 +39,12 @@ try:
     failed = failures(seen, refused, campaign, libraries, builds)
     write_failures(failed, snakemake.output.failures)
 except OSError as error:
-    # One line naming the file and the cause (a full disk), and nothing half-written left behind. The
-    # dataset this collection was to replace goes to history/ as usual: there is no current one now.
+    # One line naming the file, the cause (a full disk) and the space a collection needs, and nothing
+    # half-written left behind. The dataset this collection was to replace gets its name back when the
+    # workflow ends (commlens.io.archive), and the next run collects again.
     samples_file.unlink(missing_ok=True)
-    if not Path(snakemake.output.dataset).exists():
-        with contextlib.suppress(OSError):
-            archive_previous(snakemake.output.dataset)
-    sys.exit(f"collect {campaign.name}: {write_failure(error, error.filename or samples_file)}")
+    sys.exit(f"commlens collect: {write_failure(error, error.filename or samples_file)}; "
+             f"{collection_space(snakemake.input.raw, snakemake.output.dataset)}; the previous dataset is kept")
 
 status = ds["status"].values.ravel().tolist()
 asked = [s for s in status if s != "skipped"]   # cells a kernel's `placements` leave out never ran

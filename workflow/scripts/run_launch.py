@@ -29,6 +29,8 @@ with open(snakemake.log[0], "w", buffering=1) as log:   # line by line: a full d
             library=w.library, launch=int(w.launch), output=snakemake.output.raw,
             timeout_s=settings["timeout"], library_env=settings["library_env"], log=log,
             scratch=settings["scratch"], settings=settings, turn=campaign.turn(*run),
+            # Read before the job, whose raw file Snakemake has deleted since (rules/common.smk: launch_attempt).
+            attempt=json.loads(snakemake.params.attempt) if snakemake.params.attempt else None,
         )
     except (WriteError, LockError) as error:
         # No raw file: the next run of the workflow redoes the launch.

@@ -19,6 +19,7 @@ A dry run (-n) and Snakemake's other reports go to the console as they are.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -34,6 +35,7 @@ from pathlib import Path
 from commlens.campaign import load_campaign
 from commlens.cli.bisections import BISECTIONS_FILE, run_bisections
 from commlens.cli.until_decided import LAUNCHES_TARGET, refuse_when_asked_for_rounds, run_until_decided
+from commlens.launch import locks
 from commlens.launch.progress import (NOT_RECORDED_LINE, PROGRESS_LINE, WAITING_LINE, record_stage,
                                       stage_estimate_s)
 from commlens.launch.supervision import guarded_workflow
@@ -57,6 +59,18 @@ SCHEDULING = re.compile(r"^(?:\[\w{3} \w{3} +\d+ [\d:]+ \d{4}\]$|Select jobs|Exe
 LONG_FIELDS = re.compile(r"^\s+(?:input|reason): ")
 STAGE_WORDS = {"mpi_environment": "environment", "build_kernels": "build"}
 REPORT_PREFIX = "[report] "
+# What the workflow says of the campaign's files before any job: one from the future, a dataset out of date.
+NOTICE = re.compile(r"^\S+(?:: modified in the future \(| is out of date: )")
+# The collect and report jobs' one-line errors (workflow/scripts/collect.py, rules/report.smk).
+JOB_ERROR = re.compile(r"^commlens (?:collect|report): ")
+
+
+# Held by `commlens run` while it runs a campaign, beside its Snakemake log (commlens.launch.locks).
+RUN_LOCK = ".run.lock"
+
+
+class CampaignBusy(OSError):
+    """A campaign that another `commlens run` is running: one line naming it, who runs it and its log."""
 
 
 def run_campaign(args) -> int:
@@ -77,17 +91,22 @@ def run_campaign(args) -> int:
         return subprocess.call(command)
     workdir = Path(_option(args.snakemake_args, "--directory", "-d") or ".")
     results = workdir / "results" / campaign.name
+    if (workdir / "results").is_symlink():
+        print(f"{workdir / 'results'} is a link to {(workdir / 'results').resolve()}: the campaign's results go there",
+              flush=True)
     log_path = results / "logs" / "snakemake.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    print(f"campaign {campaign.name}: {campaign.launches_in_words()}; Snakemake's output: {log_path}", flush=True)
-    with open(log_path, "w") as log:
-        console = Console(campaign, results)
-        if campaign.until_decided is None and not campaign.config.get("bisect"):
-            code, interrupted = _supervise(command, log, console)
-        else:
-            code, interrupted = _run_in_steps(campaign, args.snakemake_args, workdir, lambda targets: _supervise(
-                # A target first: --config, among Snakemake's arguments, would take every word after it.
-                [command[0], *targets, *command[1:]], log, console))
+    # One run of a campaign at a time: a second one is refused before it touches the first's log.
+    with _only_run(log_path, args.campaign, campaign.name):
+        print(f"campaign {campaign.name}: {campaign.launches_in_words()}; Snakemake's output: {log_path}", flush=True)
+        with open(log_path, "w") as log:
+            console = Console(campaign, results)
+            if campaign.until_decided is None and not campaign.config.get("bisect"):
+                code, interrupted = _supervise(command, log, console)
+            else:
+                code, interrupted = _run_in_steps(campaign, args.snakemake_args, workdir, lambda targets: _supervise(
+                    # A target first: --config, among Snakemake's arguments, would take every word after it.
+                    [command[0], *targets, *command[1:]], log, console))
     if interrupted:
         print("commlens run: stopped; finished launches are kept, and running it again resumes", file=sys.stderr)
         return 130
@@ -108,6 +127,18 @@ def run_campaign(args) -> int:
         print(f"commlens run: {len(failed)} of the campaign's bisections failed (above; their errors are in the "
               f"report too)", file=sys.stderr)
     return code or int(bool(failed))
+
+
+@contextlib.contextmanager
+def _only_run(log_path: Path, campaign_file, name: str):
+    """Holds the campaign's run lock (RUN_LOCK, beside its log) for the block; CampaignBusy where another
+    `commlens run` holds it."""
+    try:
+        with locks.held(log_path.with_name(RUN_LOCK), locks.holder_line(f"commlens run {campaign_file}"), wait_s=0):
+            yield
+    except locks.LockTimeout as busy:
+        raise CampaignBusy(f"{campaign_file}: campaign {name} is being run already ({busy.holder}); its output: "
+                           f"{log_path}") from None
 
 
 def _bisections(results: Path, campaign) -> list[dict]:
@@ -208,10 +239,10 @@ class Console:
         self.report_offset = 0
 
     def feed(self, line: str) -> None:
-        if PROGRESS_LINE.match(line) or NOTHING.match(line) or WAITING_LINE.match(line):
+        if PROGRESS_LINE.match(line) or NOTHING.match(line) or WAITING_LINE.match(line) or NOTICE.match(line):
             print(line, flush=True)
             return
-        if NOT_RECORDED_LINE.match(line):
+        if NOT_RECORDED_LINE.match(line) or JOB_ERROR.match(line):
             print(line, file=sys.stderr, flush=True)
             return
         field = JOB_FIELD.match(line) if self.pending is not None else None

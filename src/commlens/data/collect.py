@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -18,8 +20,11 @@ from commlens.data.kernels import description_of, is_windowed, kernel_coordinate
 from commlens.data.sample_sinks import FileSamples, MemorySamples
 from commlens.data.samples import POINT_DIMS, STAT_COORDS, PointStatistics, point_statistics, start_variable
 from commlens.io import conventions
+from commlens.io.archive import held_name
+from commlens.io.atomic import free_bytes
 from commlens.io.raw import LaunchResult, RawFileError, read_raw
 from commlens.launch import netem, wire
+from commlens.units import format_size
 
 RUN_DIMS = ("library", "placement", "kernel", "launch")
 
@@ -59,6 +64,21 @@ def stream_raw(paths, refused: list, log=sys.stderr):
             yield result
             seen.append(LaunchResult(path=result.path, launch=result.launch))
     return results(), seen
+
+
+def collection_space(raw_files, dataset) -> str:
+    """How much space a collection of `raw_files` into `dataset` needs, against what its disk has, in
+    words: the previous dataset's size where there is one (held while it is replaced: commlens.io.archive),
+    else at least the samples' (8 bytes each in the samples' scratch file, at least 16 characters each
+    in a raw file: "1.23456789e-06, ")."""
+    dataset = Path(dataset)
+    previous = max((path.stat().st_size for path in (dataset, held_name(dataset)) if path.is_file()), default=0)
+    samples = sum(os.path.getsize(path) for path in raw_files if os.path.exists(path)) // 2
+    free = free_bytes(dataset.parent)
+    have = "" if free is None else f", {format_size(free)} free"
+    if previous:
+        return f"it needs about {format_size(max(previous, samples))}, the previous dataset's size{have}"
+    return f"it needs more than {format_size(samples)} for the samples alone{have}"
 
 
 def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries: dict[str, dict],
@@ -115,6 +135,8 @@ class _RunRecords:
     kernel_info: np.ndarray
     round: np.ndarray            # the launch's place in the campaign's rounds, as it recorded it (-1: none)
     round_position: np.ndarray
+    attempt: np.ndarray          # which attempt of the launch this is (1: the first; 0: none recorded)
+    retried_after: np.ndarray    # the earlier attempts' status, reason and start (JSON; empty: none)
     version: dict[str, str]
     metric: dict[str, str]
     window_buffers: dict[str, str]   # windowed kernels: shared | distinct, as run
@@ -151,6 +173,8 @@ class _RunRecords:
             kernel_info=np.full(run_shape, "", dtype=object),
             round=np.full(run_shape, -1, dtype=np.int64),
             round_position=np.full(run_shape, -1, dtype=np.int64),
+            attempt=np.zeros(run_shape, dtype=np.int64),
+            retried_after=np.full(run_shape, "", dtype=object),
             version={name: "" for name in axes.libraries},
             metric={name: "" for name in axes.kernels},
             window_buffers={name: "" for name in axes.kernels},
@@ -174,6 +198,9 @@ def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecor
         runs.status[cell] = meta["status"]
         runs.started[cell] = meta.get("started", "")
         runs.round[cell], runs.round_position[cell] = meta.get("round", -1), meta.get("round_position", -1)
+        runs.attempt[cell] = meta.get("attempt", 1)
+        if meta.get("retried_after"):
+            runs.retried_after[cell] = json.dumps(meta["retried_after"])
         if result.status != "ok":
             runs.reason[cell] = meta.get("reason", "")
             continue
@@ -391,6 +418,12 @@ def _data_variables(sink, points: _PointRecords, runs: _RunRecords) -> dict:
         "round_position": (RUN_DIMS, runs.round_position,
                            {"units": "1", "long_name": "when the launch ran in its round (0: first; the order "
                                                        "drawn from round_seed); -1: not recorded"}),
+        "attempt": (RUN_DIMS, runs.attempt, {"units": "1", "long_name": "which attempt of the launch gave this "
+                                                                       "record (1: the first; more: measured again "
+                                                                       "after a failure, `retries`); 0: none"}),
+        "retried_after": (RUN_DIMS, runs.retried_after.astype(str),
+                          {"long_name": "the launch's earlier, failed attempts: status, reason and start (JSON; "
+                                        "empty: none)"}),
         "hosts": (RUN_DIMS, runs.hosts.astype(str)),
         "cpu_binding": (RUN_DIMS, runs.binding.astype(str), {"long_name": "CPUs each rank may run on"}),
         "launch_env": (RUN_DIMS, runs.env.astype(str), {"long_name": "environment variables commlens's launcher "

@@ -7,12 +7,13 @@ a time for the fits) where the statistics do not suffice.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import xarray as xr
 
 from commlens.io.dataset_errors import DatasetError, DatasetNotFoundError
-from commlens.data.samples import POINT_DIMS, STAT_COORDS, from_cube, is_ragged, start_variable
+from commlens.data.samples import POINT_DIMS, POINT_STATISTICS, STAT_COORDS, from_cube, is_ragged, start_variable
 from commlens.io import file_kinds
 from commlens.io.conventions import decode
 from commlens.locations import candidates, resolve
@@ -80,7 +81,33 @@ def _open_lazily(path) -> tuple[Path, xr.Dataset]:
         ds.close()
         raise DatasetError(f"{path}: a commlens dataset without samples in a known layout (time over "
                            f"{ds['time'].dims if 'time' in ds else 'nothing'}); recollect it from its raw files")
+    problem = _incomplete(ds)
+    if problem:
+        ds.close()
+        raise DatasetError(f"{path}: {problem}")
     return path, ds
+
+
+def _incomplete(ds: xr.Dataset) -> str | None:
+    """What a file that says it is a commlens dataset lacks of what every reader relies on (a variable or
+    dimension, a readable campaign), or None. A dense dataset gets its statistics when it is opened."""
+    dims = [dim for dim in POINT_DIMS if dim not in ds.dims]
+    if dims:
+        return f"a commlens dataset without the dimension {', '.join(dims)}; recollect it from its raw files"
+    wanted = ["sample_count", *POINT_STATISTICS] if is_ragged(ds) else []
+    missing = [name for name in wanted if name not in ds.variables]
+    if missing:
+        return (f"a commlens dataset without the variable{'s' * (len(missing) > 1)} {', '.join(missing)}; "
+                f"recollect it from its raw files")
+    text = ds.attrs.get("campaign_config")
+    if text is not None:
+        try:
+            config = json.loads(text)
+        except (TypeError, ValueError) as error:
+            return f"its campaign_config attribute is not the campaign as JSON ({error}); recollect it"
+        if not isinstance(config, dict):
+            return f"its campaign_config attribute is not the campaign as JSON (a {type(config).__name__}); recollect it"
+    return None
 
 
 def _unreadable(path: Path, error: Exception) -> str:

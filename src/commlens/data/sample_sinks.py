@@ -3,9 +3,12 @@ or a file beside the dataset (a campaign's collection, which holds one launch's 
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import numpy as np
+
+from commlens.io.atomic import write_failure
 
 
 class MemorySamples:
@@ -40,4 +43,9 @@ class FileSamples:
 
     def array(self) -> np.ndarray:
         self.file.close()
+        # numpy's tofile can lose a write to a full disk without a word: the file is then shorter than the
+        # samples, and mapping it fails with "mmap length is greater than file size". Said as what it is.
+        written, expected = self.path.stat().st_size, 8 * self.count
+        if written < expected:
+            raise write_failure(OSError(errno.EIO, f"{written:,} of {expected:,} bytes written"), self.path)
         return np.memmap(self.path, dtype=np.float64, mode="r", shape=(self.count,)) if self.count else np.empty(0)

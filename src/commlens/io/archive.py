@@ -1,16 +1,22 @@
-"""The history of a campaign's datasets: a dataset about to be replaced is kept in history/<its creation
-time>/ beside it, with its failures.jsonl.
+"""The history of a campaign's datasets, and the outputs a run of the workflow replaces kept until their
+replacements are whole.
 
-The workflow holds a second name for the current dataset and its failures.jsonl (a hard link,
-`.<name>.held`, which takes no space): Snakemake deletes a job's outputs before it runs the job, and
-the collection that replaces them finds them under that name and keeps them in history/. A
-collection that fails therefore leaves no dataset (the campaign has none that is current) and loses
-none: the next one keeps the previous dataset in history/ as usual."""
+A dataset about to be replaced is kept in history/<its creation time>/ beside it, with its failures.jsonl.
+
+Snakemake deletes a job's outputs before it runs the job, and again when the job fails. So before any
+job runs, the workflow gives each output it may replace (the dataset, failures.jsonl, report.html,
+report.ipynb, figures/) a second name (hold(): a hard link, `.<name>.held`, which takes no space; a
+folder of hard links for figures/). A collection finds the previous dataset under that name and keeps it
+in history/; when the workflow ends, give_back() drops the second names of outputs that were replaced
+and gives back their names to those that were not (their job failed, a full disk, an interruption):
+the previous dataset and report stay in place until their replacements are whole. A dataset given back
+is older than the raw files it does not hold, so the next run collects again (commlens.io.collected)."""
 
 from __future__ import annotations
 
 import filecmp
 import os
+import shutil
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,48 +34,74 @@ def archive_previous(path, log=None) -> Path | None:
     whatever it is, nothing is lost. The previous collection's files under their held names (hold())
     are kept the same way. Returns the folder it went to, or None where there was no file."""
     folder = _archive(Path(path), log or sys.stderr)
-    if _restore_held(Path(path)):
+    dataset_files = _dataset_files(Path(path))
+    if give_back(*dataset_files) and Path(path).exists():
         folder = _archive(Path(path), log or sys.stderr) or folder
     return folder
 
 
-def hold(path) -> None:
-    """A second name for the dataset at `path` and the failures.jsonl beside it (see the module's
-    doc). Where the file system has no hard links, nothing is held (and a collection that Snakemake
-    runs does not keep the dataset it replaces)."""
-    for file in (Path(path), Path(path).parent / "failures.jsonl"):
-        held = _held_name(file)
+def dataset_outputs(path) -> tuple[Path, ...]:
+    """The files a collection replaces: the dataset at `path` and the failures.jsonl beside it."""
+    return _dataset_files(Path(path))
+
+
+def _dataset_files(path: Path) -> tuple[Path, Path]:
+    return path, path.parent / "failures.jsonl"
+
+
+def hold(*paths) -> None:
+    """A second name for each file or folder in `paths` that exists (see the module's doc): a hard link,
+    or for a folder a folder of hard links to its files. Where the file system has no hard links,
+    nothing is held (and a job that Snakemake runs does not keep what it replaces)."""
+    for path in map(Path, paths):
+        held = held_name(path)
         try:
-            if held.exists() and os.path.samefile(file, held):
-                continue
-            partial = held.with_name(held.name + ".tmp")
-            partial.unlink(missing_ok=True)
-            os.link(file, partial)
-            os.replace(partial, held)
+            if path.is_dir() and not path.is_symlink():
+                if held.is_dir():
+                    continue                  # held by an earlier run that could not give it back
+                partial = held.with_name(held.name + ".tmp")
+                shutil.rmtree(partial, ignore_errors=True)
+                shutil.copytree(path, partial, copy_function=os.link, symlinks=True)
+                os.replace(partial, held)
+            elif path.is_file() and not path.is_symlink():
+                if held.exists() and os.path.samefile(path, held):
+                    continue
+                partial = held.with_name(held.name + ".tmp")
+                partial.unlink(missing_ok=True)
+                os.link(path, partial)
+                os.replace(partial, held)
         except OSError:
             pass
 
 
-def _held_name(file: Path) -> Path:
-    return file.with_name(f".{file.name}.held")
-
-
-def _restore_held(path: Path) -> bool:
-    """Gives the held files back their names where those are gone (deleted before the collection); a
-    held name whose file has another name still (the current one, or the one in history/) just goes.
-    Whether the dataset was given back."""
-    restored = False
-    for file in (path, path.parent / "failures.jsonl"):
-        held = _held_name(file)
+def give_back(*paths) -> bool:
+    """For each path held (hold()): where it is gone (deleted, and not replaced), the held one takes its
+    name again; where it is there (replaced, or never deleted), the held one goes. Whether anything was
+    given back."""
+    given = False
+    for path in map(Path, paths):
+        held = held_name(path)
         try:
-            if held.stat().st_nlink > 1:
-                held.unlink()
-            elif not file.exists():
-                held.replace(file)
-                restored = restored or file == path
+            if held.is_dir() and not held.is_symlink():
+                if path.exists() or path.is_symlink():
+                    shutil.rmtree(held)
+                else:
+                    held.replace(path)
+                    given = True
+            elif held.exists():
+                if held.stat().st_nlink > 1 or path.exists() or path.is_symlink():
+                    held.unlink()             # the file has its name, or another (history/), still
+                else:
+                    held.replace(path)
+                    given = True
         except FileNotFoundError:
             pass
-    return restored
+    return given
+
+
+def held_name(path: Path) -> Path:
+    """The second name hold() gives `path`."""
+    return path.with_name(f".{path.name}.held")
 
 
 def _archive(path: Path, log) -> Path | None:

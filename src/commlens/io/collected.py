@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 
 from commlens.io.netcdf_lock import netcdf_lock
+from commlens.units import format_duration
 
 FINGERPRINT = "raw_files_fingerprint"   # sha256 of (path, size, mtime) of each raw file
 COUNT = "raw_files_count"
@@ -35,6 +37,26 @@ def collected_from(paths, because: str = "") -> dict:
     taken before they are read), and `because`: the workflow's recollection_param() for it."""
     paths = [str(path) for path in paths]
     return {FINGERPRINT: raw_files_fingerprint(paths), COUNT: len(paths), BECAUSE: because}
+
+
+def from_the_future(paths, slack_s: float = 1.0) -> list[str]:
+    """Files among `paths` modified later than now (a clock set wrong, a copy from a host ahead of this one),
+    each given the time now, as one line naming it for the console. Snakemake takes a job's output older
+    than its input for a clock skew and fails the job on every run: a raw file is judged by its content
+    (its end record, read by the collection), so its time need only not lie ahead."""
+    now = time.time()
+    lines = []
+    for path in paths:
+        try:
+            modified = os.stat(path).st_mtime
+            if modified > now + slack_s:
+                os.utime(path, (now, now))
+                lines.append(f"{path}: modified in the future ({time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(modified))}"
+                             f", {format_duration(modified - now)} ahead of this host's clock); read by its content, "
+                             f"its time set to now")
+        except OSError:
+            continue
+    return lines
 
 
 def out_of_date(dataset, paths) -> str | None:

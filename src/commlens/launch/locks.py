@@ -56,7 +56,11 @@ class LockError(RuntimeError):
 
 
 class LockTimeout(LockError):
-    """A lock still held by another process after the longest wait allowed."""
+    """A lock still held by another process after the longest wait allowed; `holder` says who holds it."""
+
+    def __init__(self, message: str, holder: str = "another process"):
+        super().__init__(message)
+        self.holder = holder
 
 
 class LockRefused(LockError):
@@ -92,8 +96,9 @@ def held(path, holder: str, *, wait_s: float | None = None, on_wait: Callable[[s
                 on_wait(_read(fd) or "another process")
                 told = True
             if wait_s is not None and time.monotonic() - t0 > wait_s:
-                raise LockTimeout(f"{path} is still held by {_read(fd) or 'another process'} "
-                                  f"after {time.monotonic() - t0:.0f} s")
+                holder_now = _read(fd) or "another process"
+                raise LockTimeout(f"{path} is still held by {holder_now} after {time.monotonic() - t0:.0f} s",
+                                  holder_now)
         except BaseException:
             os.close(fd)
             raise

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from commlens.io.atomic import NEARLY_FULL_BYTES, WriteError, free_bytes
-from commlens.io.raw import NOT_RUN, read_complete_output
+from commlens.io.raw import NOT_RUN, read_complete_output, read_launch_record
 from commlens.io.raw_writing import failure_reason, launch_record, reserve_record_space, write_raw_file
 from commlens.launch import locks, netem, wire
 from commlens.launch import vnodes
@@ -50,12 +50,29 @@ from commlens.launch.supervision import (KILL_GRACE_S, STDERR_TAIL_CHARS, Consol
 # How much longer than its own timeout a launch waits for a previous run of it to end: that run is
 # being stopped (its workflow killed), or, under Slurm, runs out its own time limit.
 PREVIOUS_RUN_SLACK_S = 60
+# What a launch that ran can end as and be measured again for (the campaign's `retries`): a library that
+# could not be built or a kernel it cannot run ends the same way every time, and is retried with its build.
+RETRIED_STATUSES = ("failed", "timeout")
+
+
+def next_attempt(output, retries: int) -> dict:
+    """The attempt of the launch whose raw file is `output` that a run of the workflow makes, or made:
+    {"attempt": n, "retried_after": [the earlier attempts' status, reason and start]}. A launch that
+    failed or timed out is measured again while it has made at most `retries` more attempts than the
+    first; otherwise this is the attempt its raw file records (the first, where it has none)."""
+    record = read_launch_record(output) or {}
+    attempt, after = int(record.get("attempt", 1)), list(record.get("retried_after", []))
+    if record.get("status") in RETRIED_STATUSES and attempt <= retries:
+        earlier = {key: record.get(key, "") for key in ("status", "reason", "started")}
+        return {"attempt": attempt + 1, "retried_after": [*after, earlier]}
+    return {"attempt": attempt, "retried_after": after}
 
 
 def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: list[str], placement: Placement,
                library: str, launch: int, output, timeout_s: float,
                library_env: dict[str, str] | None = None, log=None, scratch=None,
-               settings: dict | None = None, turn: dict[str, int] | None = None) -> dict:
+               settings: dict | None = None, turn: dict[str, int] | None = None,
+               attempt: dict | None = None) -> dict:
     """Runs one launch and writes `output`; returns its launch record. Never raises for a failed run;
     raises, leaving no raw file (so that it is redone), where it cannot be recorded (WriteError: a full
     disk) or a previous run of it still holds its lock after the longest it could take (LockTimeout).
@@ -67,12 +84,14 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
     ends. `settings` (the campaign's view of the launch) is kept in the launch record, so that a
     later campaign can tell whether rerunning it would replace these results with differently
     configured ones. `turn` (a campaign's launches: {"round": r, "round_position": p}, from
-    Campaign.turn) is the launch's place in the campaign's rounds, kept in its launch record."""
+    Campaign.turn) is the launch's place in the campaign's rounds, kept in its launch record, as is
+    `attempt` (next_attempt: a failed launch measured again, and why)."""
     meta = {"library": library, "mpi": installation.get("name"), "family": installation.get("family"),
             "library_version": installation.get("version"), "launcher": installation.get("launcher"),
             "placement": placement.name, "nodes": placement.nodes, "ppn": placement.ppn,
             "nprocs": placement.nprocs, "kernel": kernel, "launch": launch}
     meta.update(turn or {})
+    meta.update(attempt or {"attempt": 1})
     if settings is not None:
         meta["settings"] = settings
     output = Path(output)
@@ -86,14 +105,19 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
         not_run = _not_runnable(installation, build, kernel_args[0])
         if not_run:
             return record_not_run(output, meta, *not_run)
-        # Named by the launch and its raw file (a hash of the path): only the holder of the launch's lock,
-        # this process, uses these names. The launch's supervisor removes them however the launch ends; the
-        # next run of this launch empties them again, should the supervisor too have been killed outright.
-        # The launch's temporary directory is made where it is used.
-        digest = hashlib.sha1(str(output.resolve()).encode()).hexdigest()[:10]
-        private = _emptied(Path(scratch or tempfile.gettempdir()) / f"commlens-{library}-{placement.name}-{kernel}-"
-                                                                     f"{launch}-{digest}")
-        temporary = Path(tempfile.gettempdir()) / f"{SESSION_DIRECTORY_PREFIX}{digest}"
+        # The launch's own folders in shared places (scratch, the temporary folder): unpredictable names
+        # made by mkdtemp, never a name another user could have taken first. The launch's supervisor
+        # removes them however the launch ends; their names are kept beside the raw file, so that the next
+        # run of this launch removes them, should the supervisor too have been killed outright.
+        _remove_previous_folders(output)
+        try:
+            private = tempfile.mkdtemp(prefix=f"commlens-{library}-{placement.name}-{kernel}-{launch}-",
+                                       dir=scratch or None)
+        except OSError as error:
+            return record_not_run(output, meta, "failed", f"its scratch folder could not be made in "
+                                                          f"{scratch or tempfile.gettempdir()}: {error.strerror}")
+        temporary = Path(tempfile.mkdtemp(prefix=SESSION_DIRECTORY_PREFIX))
+        _folders_file(output).write_text(f"{private}\n{temporary}\n")
         try:
             with contextlib.ExitStack() as held:   # the machine, and the launch's virtual nodes if it has them
                 if not os.environ.get("SLURM_JOB_ID"):   # in an allocation, the nodes are the launch's own
@@ -103,13 +127,28 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
                                    meta, output, timeout_s, library_env, log, held, temporary)
         finally:
             shutil.rmtree(private, ignore_errors=True)
+            shutil.rmtree(temporary, ignore_errors=True)
+            _folders_file(output).unlink(missing_ok=True)
 
 
-def _emptied(directory: Path) -> str:
-    """`directory`, made empty."""
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
-    return str(directory)
+def _folders_file(output: Path) -> Path:
+    """Where a launch's folders in shared places are named while it runs."""
+    return output.with_name(output.name + ".folders")
+
+
+def _remove_previous_folders(output: Path) -> None:
+    """The folders a previous run of this launch made and, killed outright, left: each removed only where
+    it is still a folder of this user's (not a link, nothing another user made since under its name)."""
+    try:
+        named = _folders_file(output).read_text().splitlines()
+    except OSError:
+        return
+    for folder in filter(None, named):
+        with contextlib.suppress(OSError):
+            info = os.lstat(folder)
+            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid():
+                shutil.rmtree(folder, ignore_errors=True)
+    _folders_file(output).unlink(missing_ok=True)
 
 
 def _say(log, message: str) -> None:
@@ -186,11 +225,8 @@ def _run_launch(installation, binary, kernel_args, scratch: str, placement, meta
         # (SESSION_DIRECTORY_PREFIX says why). Virtual nodes have one each (their node-exec sets it);
         # hosts of an allocation have their own /tmp.
         # Not in the launch record: a path that differs every launch and changes nothing measured.
-        env["TMPDIR"] = _emptied(temporary)
-        private += (env["TMPDIR"],)
-        # Removed by the supervisor however the launch ends, this process killed or not; here too, where
-        # something fails before the supervisor starts.
-        cleanup.callback(shutil.rmtree, temporary, ignore_errors=True)
+        env["TMPDIR"] = str(temporary)
+        private += (env["TMPDIR"],)   # removed by the supervisor however the launch ends, this process killed or not
     argv = in_environment(installation["env_dir"], shlex.join(plan.command))
     if (placement.network or placement.switch) and not placement.emulated:
         # The emulated link is a network namespace on one host; real hosts have their own links.

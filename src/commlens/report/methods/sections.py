@@ -237,6 +237,12 @@ def _launches(facts: _Facts) -> Section:
                           + (f" ({others})." if others else "."))
     timeout = config.get("timeout")
     paragraphs[0] += f" Time limit per launch: {_duration(timeout) if timeout is not None else NOT_RECORDED}."
+    retried = _retried_launches(ds)
+    if retried:
+        listed = "; ".join(retried[:RETRIES_LISTED]) + (f"; and {len(retried) - RETRIES_LISTED} more (the dataset's "
+                                                          f"`retried_after`)" if len(retried) > RETRIES_LISTED else "")
+        paragraphs[0] += (f" Measured again after a failed attempt (`retries`: {config.get('retries', NOT_RECORDED)}), "
+                          f"the record kept being the last attempt's: {listed}.")
     shuffle = config.get("shuffle")
     order = ("Sizes were measured in a random order, a different one in every launch (drawn from the launch "
              "number)" if shuffle else "Sizes were measured in schedule order" if shuffle is False
@@ -255,6 +261,25 @@ def _launches(facts: _Facts) -> Section:
     paragraphs.append(f"First launch started {started[0]}, last {started[-1]}." if started else
                       f"First launch: {facts.text('first_launch')}; dataset collected: {facts.text('created')}.")
     return Section("Launches and order", paragraphs)
+
+
+RETRIES_LISTED = 10   # retried launches named in Methods; the rest are counted
+
+
+def _retried_launches(ds: xr.Dataset) -> list[str]:
+    """Each launch measured again after a failure, as recorded: which, the attempt kept, and why the
+    earlier ones gave nothing."""
+    if "retried_after" not in ds:
+        return []
+    found = []
+    after = ds["retried_after"].transpose("library", "placement", "kernel", "launch")
+    for index, text in np.ndenumerate(after.values):
+        if isinstance(text, str) and text.startswith("["):    # rows merged from elsewhere hold none ("nan")
+            cell = "/".join(str(after[dim].values[i]) for dim, i in zip(after.dims, index))
+            earlier = ", ".join(f"{entry['status']}: {entry['reason']}" for entry in json.loads(text))
+            attempt = int(ds["attempt"].transpose(*after.dims).values[index])
+            found.append(f"{cell}, attempt {attempt}, after {earlier}")
+    return found
 
 
 def _launches_out_of_order(ds: xr.Dataset) -> tuple[int, int] | None:
