@@ -434,6 +434,29 @@ def test_a_launch_whose_launcher_is_killed_outright_leaves_no_files_behind(works
         assert not scratch.exists()
 
 
+@pytest.mark.mpi
+def test_a_launch_whose_scratch_cannot_be_made_is_recorded_failed_and_its_folders_are_not_guessable(workspace, built,
+                                                                                                   tmp_path):
+    """A scratch folder that cannot hold the launch's own (a path under /proc) records the launch as failed,
+    naming it, instead of stopping the workflow; a launch's folders in shared places get names no other
+    user can guess and take first (a link planted there would have been followed)."""
+    from conftest import launch as one_launch
+
+    placement = Placement(name="1N2P", nodes=1, ppn=2)
+    args = ["pingpong.send", "--sizes", "8", "--min-samples", "3", "--max-samples", "3"]
+    refused = one_launch(workspace, "mpich-5.0.2", placement, args, tmp_path, scratch="/proc/nonexistent")
+    assert refused.status == "failed"
+    assert refused.launch["reason"] == "its scratch folder could not be made in /proc/nonexistent: No such file or directory"
+    folders = []
+    for _ in range(2):      # the same launch, the same raw file: its folder's name is drawn anew each time
+        done = one_launch(workspace, "mpich-5.0.2", placement, args, tmp_path, scratch=tmp_path)
+        assert done.status == "ok"
+        command = done.launch["command"]
+        folders.append(Path(command[command.index("--scratch") + 1]))
+    assert folders[0] != folders[1] and all(folder.parent == tmp_path for folder in folders), folders
+    assert not [folder for folder in folders if folder.exists()]
+
+
 def _start(workspace, *args) -> subprocess.Popen:
     """snakemake in a session of its own, so that the test can interrupt or kill its whole group."""
     return subprocess.Popen(workflow_command(workspace, *args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
