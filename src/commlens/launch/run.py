@@ -111,6 +111,8 @@ def run_launch(*, installation: dict, build: dict, kernel: str, kernel_args: lis
         # run of this launch removes them, should the supervisor too have been killed outright.
         _remove_previous_folders(output)
         try:
+            if scratch:
+                os.makedirs(scratch, exist_ok=True)     # a campaign's scratch: made where it is missing
             private = tempfile.mkdtemp(prefix=f"commlens-{library}-{placement.name}-{kernel}-{launch}-",
                                        dir=scratch or None)
         except OSError as error:
