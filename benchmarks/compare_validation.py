@@ -1,37 +1,51 @@
-"""`make validate` (compare): false calls and recall of commlens.analysis.compare, and of the
-launches-until-decided rule (commlens.analysis.sequential), on synthetic campaigns run in rounds.
+"""`make validate` (compare): false calls, recall and the coverage of the printed intervals of
+commlens.analysis.compare, and of the launches-until-decided rule (commlens.analysis.sequential), on
+synthetic campaigns shaped like real ones.
 
 Each campaign: two library rows (baseline, candidate) x 5 kernels x 20 sizes (1 B .. 512 KiB) =
-100 cells, run in rounds (round r runs launch r of every curve, in a random order per round), with
-heavy-tailed samples (Student t, 3 degrees of freedom, 1% rare delays) and launch-to-launch shifts
-of 3% common to a launch and 1% per point: the within-launch spread is a fraction of the
-launch-to-launch one, as on real nodes. Drift, for every row alike: none; round 1 15% slower; or a
-ramp that makes the last launch of the campaign 30% slower than the first.
+100 cells, run in rounds (round r runs launch r of every curve, in a random order per round), with the
+noise of one of the shapes real machines show:
 
-- A/A: baseline and candidate are two draws of one truth; in a comparison with any `improved` or
-  `regressed` cell every call is false, so the false discovery rate is the share of comparisons
-  with a call. The paired test (by round) and the unpaired one on the same campaigns.
-- Planted: the candidate is slower (even repetitions) or faster (odd ones) by a factor over
-  1 KiB .. 16 KiB of every kernel (25 of the 100 cells), with the ramp drift. Recall: planted cells
-  called in the right direction; FDR: the share of the calls that are wrong (unplanted cells or the
-  wrong direction), averaged over the repetitions.
-- Adaptive: rounds added one at a time from MIN_ROUNDS until sequential.after_round says stop, at
-  most 5 and at most 8 rounds: recall, FDR and the mean rounds used, and the A/A false discovery
-  rate under this optional stopping.
+- equal: heavy-tailed samples (Student t, 3 degrees of freedom, 1% rare delays), launch-to-launch
+  shifts of 3% common to a launch and 1% per point, alike for every kernel;
+- by kernel: the same, with the launch shift 1%, 4%, 8%, 15% and 25% by kernel (and its per-point part a
+  third of that: a kernel whose launches vary is noisy at every size);
+- slow node: one launch in six runs 1.4 times slower at every size (a noisy neighbour, a slow node);
+- two modes: each launch settles at one of two speeds 1.65 times apart at every size, the other one in
+  a fifth of launches (Open MPI's launches between two virtual nodes on this host: 19 of 104 fast);
+- autocorrelated: the samples of a point follow an AR(1) with lag-one correlation 0.9;
+- heavy tails: t with 1.5 degrees of freedom and 5% delays of ten times the time;
+- drift: the equal shape, with every launch of the second round 15% slower (another job for a while),
+  which pairing by round takes out.
 
-Rates are over repeated comparisons, so they carry sampling error: a rate of 5% over 60 comparisons
-has a 95% interval of 1-14%. The A/A table runs 300 comparisons per row (interval about +-2.5 points
-at 5%) and prints the interval beside each rate.
-Run: .venv/bin/python benchmarks/compare_validation.py [--repeats N] [--planted-repeats N]
+Per shape and number of rounds (2, 3, 5):
+
+- no change: the candidate is a second draw of the baseline's truth; the share of campaigns with any
+  call (improved, regressed, faster or slower) is the false discovery rate of the comparison (every
+  call is false), printed with its 95% interval (Clopper-Pearson);
+- 10% and 20%: the candidate slower (even repetitions) or faster (odd ones) by that factor over
+  1 KiB .. 16 KiB of every kernel (25 of the 100 cells); recall is the share of those cells called in
+  the right direction (regressed/slower, improved/faster);
+- coverage: one less the false coverage rate, the mean over campaigns (the three designs together) of
+  the share of a campaign's called cells whose printed interval misses the true ratio (1 outside the
+  planted range; a campaign with no call misses none): what Benjamini and Yekutieli's intervals promise,
+  at least 95%; and the share of every tested cell's interval that holds the truth;
+- contradictions: cells whose verdict disagrees with their printed interval, by the rules the report
+  states (regressed: the interval above 1 + min_effect; improved: below 1 / (1 + min_effect); slower
+  or faster: above or below 1, not beyond the margin; unchanged: inside the margin around 1;
+  inconclusive: holding 1 and reaching past the margin). It must be 0.
+
+Then the launches-until-decided rule against a fixed design of the same maximum.
+Run: .venv/bin/python benchmarks/compare_validation.py [--repeats N] [--planted-repeats N] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass, replace
 
 import numpy as np
-
 from scipy import stats as scipy_stats
 
 from commlens.analysis.sequential import after_round
@@ -44,35 +58,68 @@ IN_RANGE = (SIZES >= PLANTED[0]) & (SIZES <= PLANTED[1])
 TRUTH = syn.GroundTruth(2e-6, 5e9, switches=(syn.Switch(16384, 4e-6, 8e9),))
 NOISE = syn.Noise(relative=0.01, tail_df=3, outlier_fraction=0.01, outlier_scale=3,
                   launch_relative=0.03, launch_point_relative=0.01)
-DRIFTS = {"none": syn.Drift(), "round 1 15% slower": syn.Drift(slow_round=1, slow_factor=1.15),
-          "ramp to 30% slower": syn.Drift(ramp=0.3)}
-EFFECTS = (0.05, 0.10, 0.30)
-ROUNDS = (3, 5, 8)
-MIN_ROUNDS, BUDGETS = 3, (5, 8)
-CALLED = ("improved", "regressed")
+MIN_EFFECT = 0.05
+CALLED = ("improved", "regressed", "faster", "slower")
+SLOWER, FASTER = ("regressed", "slower"), ("improved", "faster")
 
 
-def campaign(seed: int, rounds: int, factor: float = 1.0, drift: syn.Drift = DRIFTS["none"]):
+@dataclass(frozen=True)
+class Shape:
+    """How a campaign's launches vary (see the module's docstring)."""
+
+    noise: syn.Noise = NOISE
+    launch_by_kernel: tuple[float, ...] | None = None
+    modes: syn.Modes | None = None
+    drift: syn.Drift = syn.Drift()
+
+
+SHAPES = {
+    "equal": Shape(),
+    "by kernel": Shape(launch_by_kernel=(0.01, 0.04, 0.08, 0.15, 0.25)),
+    "slow node": Shape(modes=syn.Modes(probability=1 / 6, factor=1.4)),
+    "two modes": Shape(modes=syn.Modes(probability=0.2, factor=1.65)),
+    "autocorrelated": Shape(noise=replace(NOISE, autocorrelation=0.9)),
+    "heavy tails": Shape(noise=replace(NOISE, tail_df=1.5, outlier_fraction=0.05, outlier_scale=10)),
+    "drift": Shape(drift=syn.Drift(slow_round=1, slow_factor=1.15)),
+}
+ROUNDS = (2, 3, 5)
+
+
+def campaign(seed: int, rounds: int, shape: Shape = SHAPES["equal"], factor: float = 1.0):
     curves = {}
     for k, kernel in enumerate(KERNELS):
+        noise = shape.noise if shape.launch_by_kernel is None else replace(
+            shape.noise, launch_relative=shape.launch_by_kernel[k],
+            launch_point_relative=shape.launch_by_kernel[k] * NOISE.launch_point_relative / NOISE.launch_relative)
         for side, name in enumerate(("baseline", "candidate")):
-            curve = syn.generate(SIZES, TRUTH, NOISE, n_samples=40, n_launches=rounds,
+            curve = syn.generate(SIZES, TRUTH, noise, n_samples=40, n_launches=rounds,
                                  seed=seed * 1000 + 10 * k + side)
+            if shape.modes is not None:
+                curve, _ = syn.with_modes(curve, shape.modes, seed=seed * 1000 + 10 * k + side + 500)
             if name == "candidate" and factor != 1.0:
                 curve = syn.with_change(curve, factor, *PLANTED)
             curves[name, "1N2P", kernel] = curve
-    return syn.in_rounds(curves, drift, seed)
+    return syn.in_rounds(curves, shape.drift, seed)
 
 
-def scores(verdict: np.ndarray, slower: bool) -> tuple[float, float]:
-    """(recall of the planted cells, false discovery proportion of the calls) of a kernel x size verdict."""
-    right = (verdict == ("regressed" if slower else "improved")) & IN_RANGE
-    called = np.isin(verdict, CALLED)
-    return right.sum() / (len(KERNELS) * IN_RANGE.sum()), (called & ~right).sum() / max(called.sum(), 1)
+def by_kernel(values) -> np.ndarray:
+    return np.asarray(values.transpose("kernel", "size", ...).values).reshape(len(KERNELS), -1)
 
 
-def by_kernel(verdict) -> np.ndarray:
-    return np.asarray(verdict.transpose("kernel", "size", ...).values).reshape(len(KERNELS), -1)
+def contradictions(result) -> int:
+    """Tested cells whose verdict disagrees with their printed interval (the rules in the module's docstring),
+    written out here apart from compare's own code."""
+    lo, hi = by_kernel(result["ratio_low"]), by_kernel(result["ratio_high"])
+    verdict, basis = by_kernel(result["verdict"]), by_kernel(result["basis"])
+    up, down = 1 + MIN_EFFECT, 1 / (1 + MIN_EFFECT)
+    expected = np.full(verdict.shape, "inconclusive", dtype=object)
+    expected[(lo >= down) & (hi <= up)] = "unchanged"
+    expected[(lo > 1) & (lo <= up)] = "slower"
+    expected[(hi < 1) & (hi >= down)] = "faster"
+    expected[lo > up] = "regressed"
+    expected[hi < down] = "improved"
+    tested = basis == "launches"
+    return int((tested & (verdict != expected)).sum())
 
 
 def rate(hits: int, n: int) -> str:
@@ -82,76 +129,115 @@ def rate(hits: int, n: int) -> str:
     return f"{hits / n:5.1%} [{low:4.1%}, {high:5.1%}]"
 
 
-def a_a(repeats: int) -> None:
-    print(f"A/A with drift: {repeats} comparisons of two draws of one 100-cell campaign per row, min_effect 5%, "
-          "FDR 5%: share of comparisons with any call (= false discovery rate), with its 95% interval")
-    print(f"  {'drift':<20} {'rounds':>6} {'paired':>21} {'unpaired':>21}")
-    for name, drift in DRIFTS.items():
-        for rounds in (3, 5):
-            alarms = {True: 0, False: 0}
-            for seed in range(repeats):
-                ds = campaign(seed, rounds, drift=drift)
-                for paired in alarms:
-                    verdict = ds.commlens.compare(baseline="baseline", candidate="candidate",
-                                                   pair_by_round=paired)["verdict"]
-                    alarms[paired] += bool(np.isin(verdict.values, CALLED).any())
-            print(f"  {name:<20} {rounds:>6} {rate(alarms[True], repeats):>21} {rate(alarms[False], repeats):>21}")
+@dataclass
+class Tally:
+    """What a row of the table counts."""
+
+    campaigns: int = 0
+    with_call: int = 0
+    contradictions: int = 0
+    planted: int = 0
+    recalled: int = 0
+    called: int = 0
+    false_coverage: float = 0.0     # summed over campaigns: the share of its called cells' intervals that miss
+    tested: int = 0
+    tested_cover: int = 0
+
+    def add(self, result, factor: float) -> None:
+        verdict = by_kernel(result["verdict"])
+        lo, hi = by_kernel(result["ratio_low"]), by_kernel(result["ratio_high"])
+        tested = by_kernel(result["basis"]) == "launches"
+        truth = np.where(IN_RANGE[None, :], factor, 1.0)
+        covers = (lo <= truth) & (truth <= hi)
+        called = np.isin(verdict, CALLED)
+        self.campaigns += 1
+        self.contradictions += contradictions(result)
+        self.called += int(called.sum())
+        self.false_coverage += (called & ~covers).sum() / max(int(called.sum()), 1)
+        self.tested += int(tested.sum())
+        self.tested_cover += int((tested & covers).sum())
+        if factor == 1.0:
+            self.with_call += bool(called.any())
+        else:
+            right = np.isin(verdict, SLOWER if factor > 1 else FASTER) & IN_RANGE[None, :]
+            self.planted += len(KERNELS) * int(IN_RANGE.sum())
+            self.recalled += int(right.sum())
 
 
-def planted(repeats: int) -> None:
-    print(f"Planted change over {PLANTED[0]} B .. {PLANTED[1]} B of each kernel (25 of 100 cells), slower and "
-          f"faster in turn, ramp drift, paired test, {repeats} comparisons per row, min_effect 5%")
-    print(f"  {'effect':>6} {'rounds':>6} {'recall':>7} {'FDR':>6}")
-    for effect in EFFECTS:
+def compared(ds):
+    return ds.commlens.compare(baseline="baseline", candidate="candidate", min_effect=MIN_EFFECT)
+
+
+def fixed_designs(repeats: int, planted_repeats: int, shapes: dict) -> None:
+    print(f"Fixed designs: {repeats} campaigns without a change and {planted_repeats} with each change per row; "
+          f"min_effect {MIN_EFFECT:.0%}, false discovery rate 5%, paired by round")
+    print(f"  {'shape':<15} {'rounds':>6} {'no change: any call':>23} {'recall 10%':>10} {'recall 20%':>10} "
+          f"{'called cover':>12} {'tested cover':>12} {'contradict':>10}")
+    for name, shape in shapes.items():
         for rounds in ROUNDS:
-            recall, fdp = [], []
+            tally = Tally()
             for seed in range(repeats):
-                slower = seed % 2 == 0
-                ds = campaign(10_000 + seed, rounds, 1 + effect if slower else 1 / (1 + effect), DRIFTS["ramp to 30% slower"])
-                hit, false = scores(by_kernel(ds.commlens.compare(baseline="baseline", candidate="candidate")["verdict"]),
-                                    slower)
-                recall.append(hit)
-                fdp.append(false)
-            print(f"  {effect:>6.0%} {rounds:>6} {np.mean(recall):>7.1%} {np.mean(fdp):>6.1%}")
+                tally.add(compared(campaign(seed, rounds, shape)), 1.0)
+            recall = {}
+            for effect in (0.10, 0.20):
+                hits = Tally()
+                for seed in range(planted_repeats):
+                    factor = 1 + effect if seed % 2 == 0 else 1 / (1 + effect)
+                    hits.add(compared(campaign(10_000 + seed, rounds, shape, factor)), factor)
+                recall[effect] = hits.recalled / hits.planted
+                for field in ("campaigns", "contradictions", "called", "false_coverage", "tested", "tested_cover"):
+                    setattr(tally, field, getattr(tally, field) + getattr(hits, field))
+            called = f"{1 - tally.false_coverage / tally.campaigns:.1%}"
+            print(f"  {name:<15} {rounds:>6} {rate(tally.with_call, repeats):>23} {recall[0.10]:>10.1%} "
+                  f"{recall[0.20]:>10.1%} {called:>12} {tally.tested_cover / tally.tested:>12.1%} "
+                  f"{tally.contradictions:>10}")
 
 
-def adaptive(repeats: int, aa_repeats: int) -> None:
-    print(f"Adaptive: rounds from {MIN_ROUNDS} until decided, at most 5 or 8 (alpha spending alpha t^2, "
-          f"commlens.analysis.sequential), ramp drift, {repeats} campaigns per row, {aa_repeats} without a "
-          f"change (its FDR: share of campaigns with any call, with its 95% interval)")
-    print(f"  {'budget':>6} {'effect':>6} {'recall':>7} {'FDR':>20} {'mean rounds':>12} {'at max':>7}")
-    for budget in BUDGETS:
-        for effect in (0.0, *EFFECTS):
-            recall, fdp, used = [], [], []
-            for seed in range(repeats if effect else aa_repeats):
-                slower = seed % 2 == 0
-                factor = 1 + effect if slower else 1 / (1 + effect)
-                full = campaign(20_000 + seed, budget, factor, DRIFTS["ramp to 30% slower"])
-                for rounds in range(MIN_ROUNDS, budget + 1):
-                    decision = after_round(full.isel(launch=slice(0, rounds)), "baseline", "candidate",
-                                           min_rounds=MIN_ROUNDS, max_rounds=budget)
-                    if not decision.more:
-                        break
-                verdict = by_kernel(decision.verdict)
-                hit, false = scores(verdict, slower)
-                recall.append(hit)
-                fdp.append(false if effect else float(np.isin(verdict, CALLED).any()))
-                used.append(decision.rounds)
-            shown = f"{np.mean(recall):>7.1%}" if effect else f"{'-':>7}"
-            false = f"{np.mean(fdp):>6.1%}" if effect else rate(int(np.sum(fdp)), len(fdp))
-            print(f"  {budget:>6} {effect:>6.0%} {shown} {false:>20} {np.mean(used):>12.2f} "
-                  f"{np.mean(np.array(used) == budget):>7.0%}")
+def adaptive(repeats: int, aa_repeats: int, budget: int = 8, min_rounds: int = 3) -> None:
+    print(f"Launches until decided against a fixed design of {budget} rounds (shape: equal): rounds from "
+          f"{min_rounds} until decided, at most {budget}; {repeats} campaigns per change, {aa_repeats} without")
+    print(f"  {'effect':>6} {'fixed recall':>12} {'sequential recall':>17} {'mean rounds':>11} {'any call':>21}")
+    for effect in (0.0, 0.05, 0.10, 0.20):
+        recall_fixed, recall_seq, used, calls = [], [], [], 0
+        n = repeats if effect else aa_repeats
+        for seed in range(n):
+            slower = seed % 2 == 0
+            factor = 1 + effect if slower else 1 / (1 + effect)
+            full = campaign(20_000 + seed, budget, factor=factor)
+            fixed = by_kernel(compared(full)["verdict"])
+            for rounds in range(min_rounds, budget + 1):
+                decision = after_round(full.isel(launch=slice(0, rounds)), "baseline", "candidate",
+                                       min_rounds=min_rounds, max_rounds=budget, min_effect=MIN_EFFECT)
+                if not decision.more:
+                    break
+            sequential = by_kernel(decision.result["verdict"])   # each cell as its deciding (or last) look saw it
+            used.append(decision.rounds)
+            if effect:
+                right = SLOWER if slower else FASTER
+                planted = len(KERNELS) * IN_RANGE.sum()
+                recall_fixed.append((np.isin(fixed, right) & IN_RANGE[None, :]).sum() / planted)
+                recall_seq.append((np.isin(sequential, right) & IN_RANGE[None, :]).sum() / planted)
+            else:
+                calls += bool(np.isin(sequential, CALLED).any())
+        shown = (f"{np.mean(recall_fixed):>12.1%} {np.mean(recall_seq):>17.1%}" if effect
+                 else f"{'-':>12} {'-':>17}")
+        print(f"  {effect:>6.0%} {shown} {np.mean(used):>11.2f} {rate(calls, n) if not effect else '-':>21}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=300, help="A/A comparisons per row")
-    parser.add_argument("--planted-repeats", type=int, default=40, help="comparisons per planted or adaptive row")
+    parser.add_argument("--repeats", type=int, default=200, help="campaigns without a change per row")
+    parser.add_argument("--planted-repeats", type=int, default=40, help="campaigns per change and row")
+    parser.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated shapes to run")
+    parser.add_argument("--rounds", default="2,3,5", help="comma-separated rounds to run")
+    parser.add_argument("--no-adaptive", action="store_true", help="skip launches until decided")
     args = parser.parse_args()
+    global ROUNDS
+    ROUNDS = tuple(int(r) for r in args.rounds.split(","))
     start = time.perf_counter()
-    a_a(args.repeats)
-    planted(args.planted_repeats)
-    adaptive(args.planted_repeats, args.repeats)
+    fixed_designs(args.repeats, args.planted_repeats, {name: SHAPES[name] for name in args.shapes.split(",")})
+    if not args.no_adaptive:
+        adaptive(args.planted_repeats, args.repeats)
     print(f"({time.perf_counter() - start:.0f} s)")
 
 

@@ -135,8 +135,8 @@ def test_compare_splits_a_range_where_the_ratio_steps(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "compare", path, other)
     ranges = [line.split(None, 1)[1] for line in out.splitlines() if line.startswith("  improved")]
     assert code == 0 and len(ranges) == 2, out
-    assert ranges[0].startswith("mpich pingpong.send 1N2P: 1 B–512 B 6") and "faster" in ranges[0]
-    assert ranges[1].startswith("mpich pingpong.send 1N2P: 1 KiB–128 KiB 1") and "faster" in ranges[1]
+    assert ranges[0].startswith("mpich pingpong.send 1N2P: 1 B–512 B 2.") and "x faster" in ranges[0]   # ratio 0.4
+    assert ranges[1].startswith("mpich pingpong.send 1N2P: 1 KiB–128 KiB 1.1") and "x faster" in ranges[1]  # 0.85
 
 
 # ----------------------------------------------------------------------------- export

@@ -57,9 +57,10 @@ def test_pairing_by_round_removes_a_slow_round_that_hides_a_change_from_the_unpa
     assert paired.attrs["method"].startswith("paired t test by round")
     assert unpaired.attrs["method"].startswith("unpaired t test")
     ranges = changed_ranges(paired)
-    assert list(ranges["verdict"]) == ["regressed"] * len(KERNELS), ranges
-    assert set(zip(ranges["size_from"], ranges["size_to"])) == {(1024, 16384)}
-    assert verdict_counts(unpaired)["regressed"] == 0
+    assert ranges["verdict"].isin(["regressed", "slower"]).all() and set(ranges["kernel"]) == set(KERNELS), ranges
+    for _, kernel in ranges.groupby("kernel"):
+        assert (kernel["size_from"].min(), kernel["size_to"].max()) == (1024, 16384)
+    assert verdict_counts(unpaired)["regressed"] + verdict_counts(unpaired)["slower"] == 0
     width = lambda result: np.log(result["ratio_high"] / result["ratio_low"]).median()   # noqa: E731
     assert width(paired) < width(unpaired) / 3
 
@@ -72,18 +73,20 @@ def test_two_campaigns_are_never_paired_by_round():
 
 def test_moderated_variances_keep_their_p_values_calibrated_and_add_degrees_of_freedom():
     """Per-round ratios with a shift shared by every size of a round and noise per size: over 200 null
-    curve pairs the moderated test rejects about 5% of cells at 0.05, with far more than the 2 degrees
-    of freedom of three rounds."""
+    curve pairs the moderated test rejects at most its level of cells at 0.05 and far fewer at 0.001 (the
+    tail the many-cell adjustment tests in; the degrees of freedom are taken at the shared part's upper
+    bound, which spends a little of 0.05), with more than the 2 degrees of freedom of three rounds."""
     rng = np.random.default_rng(0)
-    rejected, dof = [], []
+    rejected, tail, dof = [], [], []
     for _ in range(200):
         ratios = 0.03 * rng.standard_normal((4, 1, 3)) + 0.02 * rng.standard_normal((4, 20, 3))
         test = paired_test(ratios)
         p = 2 * scipy.stats.t.sf(np.abs(test["diff"]) / np.sqrt(test["se2"]), test["dof"])
         rejected.append(np.mean(p < 0.05))
+        tail.append(np.mean(p < 0.001))
         dof.append(np.median(test["dof"]))
-    assert 0.035 < np.mean(rejected) < 0.07
-    assert np.median(dof) > 6
+    assert 0.02 < np.mean(rejected) < 0.06 and np.mean(tail) < 0.002
+    assert np.median(dof) > 2.5
 
 
 def test_inverse_trigamma_inverts():
@@ -102,7 +105,7 @@ def test_single_value_rows_give_their_ratio_and_no_verdict(tmp_path, capsys):
     expected = ompi["median"].squeeze().values / mpich["median"].squeeze().values
     np.testing.assert_allclose(result["ratio"], expected)
     assert result["ratio_low"].isnull().all() and result["p_value"].isnull().all()
-    assert result["q_value"].isnull().all() and "over 0 cells" in result.attrs["multiple_testing"]
+    assert result["q_value"].isnull().all() and "over 0 launch-level cells" in result.attrs["multiple_testing"]
     paths = []
     for name, ds in (("mpich", mpich), ("ompi", ompi)):
         paths.append(tmp_path / f"{name}.nc")
@@ -116,14 +119,24 @@ def test_single_value_rows_give_their_ratio_and_no_verdict(tmp_path, capsys):
 
 
 def test_alpha_spending_spends_the_false_discovery_rate_once_over_the_looks():
+    """The looks' levels, from their joint law: on paths drawn apart from the ones they were worked out on,
+    the chance that any look crosses when nothing changed is alpha, where their sum (what the union bound
+    spent) is far more; the last look keeps most of alpha, to find what a fixed design finds."""
     levels = look_levels(3, 8, 0.05)
-    assert list(levels) == [3, 4, 5, 6, 7, 8]
-    assert sum(levels.values()) == pytest.approx(0.05) and min(levels.values()) > 0
-    assert levels[3] > levels[4]                                        # the first look gets the most
+    assert list(levels) == [3, 4, 5, 6, 7, 8] and min(levels.values()) > 0
+    assert list(levels.values()) == sorted(levels.values())              # later looks get more
+    assert levels[8] > 0.035 and sum(levels.values()) > 0.08
+    sums = np.cumsum(np.random.default_rng(12345).standard_normal((100_000, 8)), axis=1)
+    crossed = np.zeros(len(sums), bool)
+    for rounds, level in levels.items():
+        crossed |= np.abs(sums[:, rounds - 1]) / np.sqrt(rounds) > scipy.stats.norm.isf(level / 2)
+    assert crossed.mean() == pytest.approx(0.05, abs=0.003)
 
 
 def test_a_large_change_is_decided_at_the_first_look_and_the_budget_ends_the_rest():
-    ds = rounds_campaign(6, 4, 1.3, syn.Drift(ramp=0.2))
+    # 1.6 times: three rounds' launch-level test at the first look's false coverage-rate level decides it
+    # beyond the margin (1.3 times is called slower there, its size left open).
+    ds = rounds_campaign(6, 4, 1.6, syn.Drift(ramp=0.2))
     first = after_round(ds.isel(launch=slice(0, 3)), "before", "after", min_rounds=3, max_rounds=4)
     planted = (first.verdict["size"] >= 1024) & (first.verdict["size"] <= 16384)
     assert first.rounds == 3
@@ -143,7 +156,7 @@ def test_a_large_change_is_decided_at_the_first_look_and_the_budget_ends_the_res
     at_first = (last.decided_at == 3).values
     np.testing.assert_allclose(shown["ratio"].values[at_first], first.result["ratio"].values[at_first])
     assert (shown["decided_at"] == last.decided_at).all()
-    assert "0.05 (rounds/4)^2" in shown.attrs["multiple_testing"] and shown.attrs["confidence"] == 0.95
+    assert "0.05 (rounds/4)^3" in shown.attrs["multiple_testing"] and shown.attrs["confidence"] == 0.95
 
 
 def test_before_the_first_look_more_rounds_are_asked_for_and_a_dataset_without_rounds_is_refused():

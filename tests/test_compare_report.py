@@ -88,7 +88,7 @@ def test_the_report_opens_with_the_planted_change(reported):
     assert page.index("id='what-changed'") < page.index("<h2>Figures</h2>")
     assert manifest["figures"][0]["name"] == comparison["figures"][0] == f"compare-{BEFORE}-{AFTER}"
     assert "pingpong.send 1N2P: 4 KiB–64 KiB" in page
-    assert "Benjamini-Hochberg false discovery rate at 0.05 over 42 cells" in page
+    assert "Benjamini-Hochberg false discovery rate at 0.05 over 42 launch-level cells" in page
     assert "unpaired t test on the log of each launch" in page
 
 

@@ -215,13 +215,13 @@ def test_history_command_names_the_changed_range_and_rerun(tmp_path, capsys):
     table_path = tmp_path / "changes.json"
     assert cli.main(["history", str(folder), "--output", str(table_path)]) == 0
     out = capsys.readouterr().out
-    lines = [line.strip() for line in out.splitlines() if "% slower" in line or "% faster" in line]
+    lines = [line.strip() for line in out.splitlines() if "x slower" in line or "x faster" in line]
     assert len(lines) == 1, out
     assert lines[0].startswith("mpich-5.0.2 pingpong.send 1N2P: 4 KiB–64 KiB: ")
     assert lines[0].endswith("slower" + lines[0].split("slower")[1])
     assert "from rerun 3 (2026-11-24T16:39)" in lines[0]
-    effect = int(lines[0].split(": ")[2].split("%")[0])
-    assert 16 <= effect <= 24
+    factor = float(lines[0].split(": ")[2].split("x")[0])
+    assert 1.16 <= factor <= 1.24
     table = json.loads(table_path.read_text())
     assert [(row["library"], row["rerun"], row["size_from"], row["size_to"]) for row in table] == [
         ("mpich-5.0.2", 3, 4096, 65536)]

@@ -40,13 +40,28 @@ def format_size_range(low, high) -> str:
     return format_size(low) if low == high else f"{format_size(low)}–{format_size(high)}"
 
 
+# An interval whose ends lie further apart than this factor says nothing as a number: it is said in words.
+MEANINGLESS_WIDTH = 10.0
+
+
+def format_factor(ratio: float) -> str:
+    """A ratio of times (candidate / baseline) as a factor either way, alike in both directions:
+    '2.1x slower' (ratio 2.1), '1.9x faster' (ratio 0.53); never a percentage, which is bounded at 100%
+    one way (79% faster is 4.8x) and not the other."""
+    if ratio >= 1:
+        return f"{format_number(ratio, 3)}x slower"
+    return f"{format_number(1 / ratio, 3)}x faster"
+
+
 def format_change(ratio: float, low: float, high: float) -> str:
-    """A ratio of times (candidate / baseline) and its interval as a change: '12% slower [9%, 15%]'."""
-    word = "slower" if ratio > 1 else "faster"
+    """A ratio of times and its interval: '2.1x slower [time ratio 1.9-2.3]'; the interval in words where
+    it spans more than MEANINGLESS_WIDTH, the change alone where there is none."""
+    text = format_factor(ratio)
     if low != low or high != high:      # no interval (nothing measured the spread): the change alone
-        return f"{abs(ratio - 1) * 100:.0f}% {word}"
-    bounds = sorted(abs(value - 1) * 100 for value in (low, high))
-    return f"{abs(ratio - 1) * 100:.0f}% {word} [{bounds[0]:.0f}%, {bounds[1]:.0f}%]"
+        return text
+    if not (low > 0 and high / low <= MEANINGLESS_WIDTH):
+        return f"{text} (its interval spans more than a factor of {MEANINGLESS_WIDTH:g}: too few launches to say)"
+    return f"{text} [time ratio {format_number(low, 3)}-{format_number(high, 3)}]"
 
 
 def format_seconds(seconds) -> str:
@@ -106,6 +121,23 @@ def format_mbps(bytes_per_s, digits: int = SIGNIFICANT) -> str:
 def format_interval(value: str, low: str, high: str) -> str:
     """'0.3531 [0.35, 0.36]' of already formatted numbers; the value alone where a bound is missing."""
     return f"{value} [{low}, {high}]" if value and low and high else value
+
+
+def format_launch_interval(value: float, low: float, high: float, launches: int, per_launch, fmt) -> str:
+    """A statistic over launches with its interval, as a reader can use it: '0.35 [0.34, 0.36]'; from one
+    launch, '0.35 [0.34, 0.36] within one launch' (launch-to-launch variation unmeasured); where the
+    interval spans more than MEANINGLESS_WIDTH (two launches give t one degree of freedom), no interval
+    but what the launches read: '0.35; too few launches for an interval: launches read 0.31-0.41'.
+    `fmt` formats one number; `per_launch` holds each launch's value."""
+    if not math.isfinite(value):
+        return ""
+    if launches <= 1:
+        return format_interval(fmt(value), fmt(low), fmt(high)) + " within one launch"
+    if not (math.isfinite(low) and math.isfinite(high) and low > 0 and high / low <= MEANINGLESS_WIDTH):
+        read = [float(v) for v in per_launch if math.isfinite(float(v))]
+        return (f"{fmt(value)}; too few launches for an interval: launches read {fmt(min(read))}-{fmt(max(read))}"
+                if read else fmt(value))
+    return format_interval(fmt(value), fmt(low), fmt(high))
 
 
 def format_exact_size(size) -> str:

@@ -27,28 +27,44 @@ Per cell:
   spread either (one value per size, as imported suite outputs have), there is nothing to test:
   the ratio is given, with no interval and no p value, and the verdict `no spread: no verdict`.
   `basis` says which case a cell is.
-- Many cells are tested at once: p values are adjusted by Benjamini-Hochberg over every tested cell
-  of the comparison (`q_value`), which controls the false discovery rate at 1 - confidence.
-- `verdict`: `regressed` / `improved` where q_value <= 1 - confidence (so the ratio's interval
-  excludes 1) and |effect| >= min_effect, slower / faster; `unchanged` where the launches show
-  the whole interval inside [1 - min_effect, 1 + min_effect]; `inconclusive` otherwise; `missing`
-  where either side has no data.
+- Many cells are tested at once: p values of the launch-level cells are adjusted by Benjamini-Hochberg
+  (`q_value`), which controls the false discovery rate at 1 - confidence. One-launch cells stay out of
+  that family: their p values come from the samples alone and would lend it discoveries it has not made.
+- The interval printed beside a verdict is the one that decided it: every launch-level cell's interval
+  is at the false coverage-rate level of Benjamini and Yekutieli (2005), 1 - R (1 - confidence) / m with
+  R cells selected by the Benjamini-Hochberg procedure out of m tested (R at least 1), so that at most
+  1 - confidence of the intervals shown beside calls miss their true ratio, and an interval excludes 1
+  exactly where the procedure calls a change. The marginal intervals at `confidence` are kept as data
+  (`ratio_low_marginal`, `ratio_high_marginal`).
+- `verdict`, read off that interval against the margin [1 / (1 + min_effect), 1 + min_effect] around 1
+  (symmetric as ratios are: 1.05 times slower and 1.05 times faster): `regressed` / `improved` where
+  the whole interval lies beyond the margin (slower / faster by at least min_effect); `slower` /
+  `faster` where it lies above / below 1 but not beyond the margin (a change, of a size the data do not
+  show to matter, or under it); `unchanged` where it lies inside the margin and holds 1; `inconclusive`
+  where it holds 1 and reaches past the margin; `missing` where either side has no data. One-launch
+  cells are `regressed` / `improved` only where the effect dwarfs the within-launch spread (above) and
+  their within-launch interval lies beyond the margin; otherwise `inconclusive`.
 """
 
 from __future__ import annotations
 
 import difflib
+import itertools
 import warnings
 
 import numpy as np
 import xarray as xr
 from scipy import stats as scipy_stats
 
+from commlens.analysis.constants import normal_quantile
+from commlens.analysis.modes import find_modes
 from commlens.analysis.paired import by_round, paired_test, unpaired_test
 from commlens.data.samples import MEDIAN_Z
 
 NO_SPREAD = "no spread: no verdict"
-VERDICTS = ("improved", "regressed", "unchanged", "inconclusive", NO_SPREAD, "missing")
+VERDICTS = ("improved", "regressed", "faster", "slower", "unchanged", "inconclusive", NO_SPREAD, "missing")
+# Verdicts that say the rows differ; `faster` and `slower` by less than the margin, or by an amount unsure.
+CALLS = ("improved", "regressed", "faster", "slower")
 COMPARABLE_STATISTICS = ("median", "mean", "min", "iqm")
 BASES = ("launches", "one launch", "no spread", "none")
 # One launch per side: the effect must exceed this many within-launch interquartile ranges
@@ -91,16 +107,23 @@ def compare(baseline: xr.Dataset, candidate: xr.Dataset, *, min_effect: float = 
     pair = pair_by_round and "round" in base and "round" in cand
     arrays = _test(base.transpose(*cells, "launch_b"), cand.transpose(*cells, "launch_c"),
                    confidence, one_launch_factor, one_launch_floor, pair)
-    q_value = benjamini_hochberg(arrays["p_value"])
     alpha = 1 - confidence
+    launches = arrays["basis"] == "launches"
+    q_value = benjamini_hochberg(np.where(launches, arrays["p_value"], np.nan))
+    tested, selected = int(launches.sum()), int((q_value <= alpha).sum())
+    level = coverage_level(selected, tested, confidence)
+    with np.errstate(invalid="ignore", over="ignore"):
+        # One-launch cells: the samples' own (normal) interval at `confidence`, labelled as within one launch.
+        critical = np.where(launches, scipy_stats.t.ppf(0.5 + level / 2, arrays["dof"]), normal_quantile(confidence))
+        half = critical * arrays["se"]
+        ratio_low, ratio_high = np.exp(arrays["diff"] - half), np.exp(arrays["diff"] + half)
+    shown = launches | (arrays["basis"] == "one launch")
+    ratio_low, ratio_high = np.where(shown, ratio_low, np.nan), np.where(shown, ratio_high, np.nan)
     effect = arrays["ratio"] - 1
-    decisive = (q_value <= alpha) & (np.abs(effect) >= min_effect)
-    decisive &= (arrays["basis"] == "launches") | arrays["dwarfs"]
-    verdict = np.full(shape, "inconclusive", dtype=object)
-    verdict[decisive & (effect > 0)] = "regressed"
-    verdict[decisive & (effect < 0)] = "improved"
-    within_band = (arrays["ratio_low"] >= 1 - min_effect) & (arrays["ratio_high"] <= 1 + min_effect)
-    verdict[~decisive & within_band & (arrays["basis"] == "launches")] = "unchanged"
+    verdict = verdicts_from_intervals(ratio_low, ratio_high, min_effect)
+    one = arrays["basis"] == "one launch"
+    one_called = one & arrays["dwarfs"] & np.isin(verdict, ("improved", "regressed"))
+    verdict = np.where(one & ~one_called, "inconclusive", verdict)
     verdict[arrays["basis"] == "no spread"] = NO_SPREAD
     verdict[arrays["basis"] == "none"] = "missing"
     coords = {name: coord for name, coord in base.coords.items()
@@ -108,30 +131,69 @@ def compare(baseline: xr.Dataset, candidate: xr.Dataset, *, min_effect: float = 
     out = xr.Dataset({
         "ratio": (cells, arrays["ratio"], {"units": "1", "long_name": f"candidate / baseline {statistic} time "
                                                                       "(geometric mean over launches)"}),
-        "ratio_low": (cells, arrays["ratio_low"], {"units": "1", "long_name": f"{confidence:.0%} interval, low"}),
-        "ratio_high": (cells, arrays["ratio_high"], {"units": "1", "long_name": f"{confidence:.0%} interval, high"}),
+        "ratio_low": (cells, ratio_low, {"units": "1", "long_name": "low end of the interval the verdict was read "
+                                                                 "off (false coverage-rate level, see attrs; within "
+                                                                 "one launch where basis is one launch)"}),
+        "ratio_high": (cells, ratio_high, {"units": "1", "long_name": "high end of that interval"}),
+        "ratio_low_marginal": (cells, arrays["ratio_low"], {"units": "1", "long_name": f"{confidence:.0%} marginal "
+                                                                                      "interval, low (no "
+                                                                                      "multiplicity adjustment)"}),
+        "ratio_high_marginal": (cells, arrays["ratio_high"], {"units": "1", "long_name": f"{confidence:.0%} marginal "
+                                                                                        "interval, high"}),
         "effect": (cells, effect, {"units": "1", "long_name": "ratio - 1 (below 0: candidate faster)"}),
         "p_value": (cells, arrays["p_value"], {"units": "1", "long_name": "two-sided p value, no multiplicity "
                                                                           "adjustment"}),
         "q_value": (cells, q_value, {"units": "1", "long_name": "Benjamini-Hochberg adjusted p value over "
-                                                                "the comparison's cells"}),
+                                                                "the comparison's launch-level cells"}),
         "verdict": (cells, verdict.astype(str), {"long_name": " | ".join(VERDICTS)}),
         "basis": (cells, arrays["basis"].astype(str), {"long_name": "launches: launch-level test; one launch: "
                                                                    "within-launch spread only; no spread: one value "
                                                                    "a side, not tested; none: no data"}),
         "paired": (cells, arrays["paired"], {"long_name": "tested paired by round (True) or unpaired"}),
         "dof": (cells, arrays["dof"], {"units": "1", "long_name": "degrees of freedom of the (moderated) t test"}),
+        "baseline_modes": (base["modes"].dims, base["modes"].values.astype(str),
+                           {"long_name": "baseline launches that ran in a slow mode, and how much slower (empty: "
+                                         "one mode); counted as launch-to-launch variation"}),
+        "candidate_modes": (cand["modes"].dims, cand["modes"].values.astype(str),
+                            {"long_name": "the same for the candidate"}),
         "baseline_launches": (cells, arrays["n_b"], {"units": "1"}),
         "candidate_launches": (cells, arrays["n_c"], {"units": "1"}),
     }, coords=coords)
     out.attrs = {
         "statistic": statistic, "min_effect": min_effect, "confidence": confidence,
         "one_launch_factor": one_launch_factor, "one_launch_floor": one_launch_floor,
-        "multiple_testing": f"Benjamini-Hochberg false discovery rate at {alpha:g} over "
-                            f"{int(np.isfinite(arrays['p_value']).sum())} cells",
+        "multiple_testing": f"Benjamini-Hochberg false discovery rate at {alpha:g} over {tested} launch-level "
+                            f"cells ({selected} selected); intervals at the false coverage-rate level "
+                            f"{level:.4g} (Benjamini-Yekutieli)",
+        "interval_level": level, "selected": selected, "tested": tested,
         "method": _method(arrays["basis"], arrays["paired"], statistic, one_launch_factor, one_launch_floor),
     }
     return out
+
+
+def coverage_level(selected: int, tested: int, confidence: float) -> float:
+    """The level of the intervals of a comparison whose Benjamini-Hochberg procedure selected `selected` of
+    `tested` cells at false discovery rate 1 - confidence: Benjamini and Yekutieli's false coverage-rate
+    level 1 - R (1 - confidence) / m, with R at least 1 (a comparison that selects nothing still shows
+    intervals no narrower than those of one that selects one cell)."""
+    if tested == 0:
+        return confidence
+    return 1 - max(selected, 1) * (1 - confidence) / tested
+
+
+def verdicts_from_intervals(low: np.ndarray, high: np.ndarray, min_effect: float) -> np.ndarray:
+    """Each interval's verdict against the margin [1 / (1 + min_effect), 1 + min_effect] (the module's
+    docstring); NaN intervals are `inconclusive`."""
+    low, high = np.asarray(low, float), np.asarray(high, float)
+    up, down = 1 + min_effect, 1 / (1 + min_effect)
+    verdict = np.full(low.shape, "inconclusive", dtype=object)
+    with np.errstate(invalid="ignore"):
+        verdict[(low >= down) & (high <= up)] = "unchanged"
+        verdict[(low > 1) & (low <= up)] = "slower"
+        verdict[(high < 1) & (high >= down)] = "faster"
+        verdict[low > up] = "regressed"
+        verdict[high < down] = "improved"
+    return verdict
 
 
 def _method(basis: np.ndarray, paired: np.ndarray, statistic: str, one_launch_factor: float,
@@ -146,8 +208,10 @@ def _method(basis: np.ndarray, paired: np.ndarray, statistic: str, one_launch_fa
         parts.append(f"unpaired t test on the log of each launch's {statistic} ({int((launches & ~paired).sum())} "
                      "cells)")
     if launches.any():
-        parts[-1] += (" (the launch is the experimental unit), its launch variance moderated across the "
-                      "neighbouring sizes of each curve (empirical Bayes, as limma)")
+        parts[-1] += (" (the launch is the experimental unit), its launch variance in two parts: each size's own, "
+                      "moderated along the curve, and the launch's shift shared by every size, moderated across "
+                      "the placement's curves, robustly, a curve clearly noisier than the rest keeping its own "
+                      "(empirical Bayes, as limma; degrees of freedom at the shared part's upper bound)")
     if (basis == "one launch").any():
         parts.append("cells with one launch a side: within-launch median intervals, a verdict only where the "
                      f"effect exceeds {one_launch_factor:g} within-launch relative IQRs and {one_launch_floor:.0%}")
@@ -193,9 +257,10 @@ def _launch_values(ds: xr.Dataset, statistic: str) -> xr.Dataset:
             spread = np.log(q.sel(quantile=0.75) / q.sel(quantile=0.25)).where(measured)
         else:
             spread = xr.full_like(value, np.nan)
-    keep = ["value", "se", "spread"]
+    modes = _modes(value)
+    keep = ["value", "se", "spread", "modes"]
     out = xr.Dataset({"value": value, "se": se.drop_vars("bound", errors="ignore"),
-                      "spread": spread.drop_vars("quantile", errors="ignore")})
+                      "spread": spread.drop_vars("quantile", errors="ignore"), "modes": modes})
     if "round" in ds:
         # The round each launch ran in (-1: it did not run), as a float so that NaN marks "unknown".
         out["round"] = ds["round"].where(ds["round"] >= 0).astype(float).broadcast_like(value)
@@ -203,6 +268,24 @@ def _launch_values(ds: xr.Dataset, statistic: str) -> xr.Dataset:
     return out[keep].reset_coords(drop=True).assign_coords(
         {name: coord for name, coord in ds.coords.items() if "launch" not in coord.dims
          and set(coord.dims) <= set(value.dims)})
+
+
+def _modes(value: xr.DataArray) -> xr.DataArray:
+    """Per curve of one side's launch values, which launches ran in a slow mode and by how much
+    (commlens.analysis.modes), "" where they ran in one."""
+    curve_dims = [dim for dim in value.dims if dim not in ("size", "launch")]
+    found = xr.DataArray(np.full([value.sizes[d] for d in curve_dims], "", dtype=object), dims=curve_dims,
+                         coords={d: value[d] for d in curve_dims})
+    if "size" not in value.dims or "launch" not in value.dims:
+        return found
+    cube = value.transpose(*curve_dims, "size", "launch").values.reshape(-1, value.sizes["size"],
+                                                                         value.sizes["launch"])
+    texts = found.values.reshape(-1)
+    for curve in range(cube.shape[0]):
+        modes = find_modes(cube[curve])
+        if modes is not None:
+            texts[curve] = modes.describe(value["launch"].values)
+    return found
 
 
 def _test(base: xr.Dataset, cand: xr.Dataset, confidence: float, one_launch_factor: float,
@@ -217,17 +300,18 @@ def _test(base: xr.Dataset, cand: xr.Dataset, confidence: float, one_launch_fact
         return values.reshape(curves, -1, values.shape[-1])
 
     xb, xc = cube(base, "value"), cube(cand, "value")
+    groups = noise_groups(base, curves)
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         n_b, n_c = np.isfinite(xb).sum(-1), np.isfinite(xc).sum(-1)
-        test = unpaired_test(xb, xc)
+        test = unpaired_test(xb, xc, noise_groups=groups)
         paired = np.zeros(n_b.shape, bool)
         if pair:
             ratios = by_round(xb, cube(base, "round"), xc, cube(cand, "round"))
             pairs = np.isfinite(ratios).sum(-1)
             paired = (pairs >= 2) & (pairs.max(-1, keepdims=True) >= 2)
             if paired.any():
-                by_pairs = paired_test(ratios)
+                by_pairs = paired_test(ratios, noise_groups=groups)
                 test = {key: np.where(paired, by_pairs[key], test[key]) for key in ("diff", "se2", "dof")}
         diff, se2, df = test["diff"], test["se2"], test["dof"]
         by_launches = (n_b >= 1) & (n_c >= 1) & ((n_b > 1) | (n_c > 1))
@@ -253,6 +337,7 @@ def _test(base: xr.Dataset, cand: xr.Dataset, confidence: float, one_launch_fact
                                                                                          "none")))
         nan = np.full(diff.shape, np.nan)
         arrays = {
+            "diff": np.where(tested, diff, nan), "se": np.where(tested, se, nan),
             "ratio": np.where(tested | no_spread, np.exp(diff), nan),
             "ratio_low": np.where(tested, np.exp(diff - half), nan),
             "ratio_high": np.where(tested, np.exp(diff + half), nan),
@@ -261,6 +346,21 @@ def _test(base: xr.Dataset, cand: xr.Dataset, confidence: float, one_launch_fact
             "basis": basis, "dwarfs": dwarfs, "paired": paired & by_launches, "n_b": n_b, "n_c": n_c,
         }
         return {name: value.reshape(shape) for name, value in arrays.items()}
+
+
+def noise_groups(cells: xr.Dataset, curves: int) -> np.ndarray:
+    """Per curve of `cells` (ordered curve dims..., [size], launch), a number shared by the curves whose
+    launch variances moderate each other's: those of one placement (and one row of any other curve dim),
+    whatever their kernel. Kernels of unlike noise among them do not pull each other: the prior is fitted
+    robustly and a curve clearly noisier than it keeps its own variance (commlens.analysis.moderated)."""
+    dims = [dim for dim in cells["value"].dims[:-1] if dim != "size"]
+    if not dims:
+        return np.zeros(curves, int)
+    labels = [[str(value) for value in cells[dim].values] for dim in dims]
+    keys = [tuple(label for dim, label in zip(dims, combo) if dim != "kernel")
+            for combo in itertools.product(*labels)]
+    numbers = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+    return np.array([numbers[key] for key in keys], int)
 
 
 def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:

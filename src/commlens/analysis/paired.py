@@ -37,16 +37,18 @@ def by_round(base: np.ndarray, base_round: np.ndarray, cand: np.ndarray, cand_ro
     return sides[1] - sides[0]
 
 
-def paired_test(ratios: np.ndarray, moderate: bool = True) -> dict:
-    """Mean per-round log ratio of each cell, its squared standard error and degrees of freedom."""
+def paired_test(ratios: np.ndarray, moderate: bool = True, noise_groups: np.ndarray | None = None) -> dict:
+    """Mean per-round log ratio of each cell, its squared standard error and degrees of freedom;
+    `noise_groups` (curves,): the curves of like noise (commlens.analysis.moderated.cell_variances)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         n = np.isfinite(ratios).sum(-1)
-        variance = cell_variances(ratios, np.zeros(ratios.shape[-1], int), moderate)
+        variance = cell_variances(ratios, np.zeros(ratios.shape[-1], int), moderate, noise_groups)
         return {"diff": np.nanmean(ratios, -1), "se2": variance["var"] / n, "dof": variance["dof"], "n": n}
 
 
-def unpaired_test(base: np.ndarray, cand: np.ndarray, moderate: bool = True) -> dict:
+def unpaired_test(base: np.ndarray, cand: np.ndarray, moderate: bool = True,
+                  noise_groups: np.ndarray | None = None) -> dict:
     """Difference of the two rows' mean log values per cell, its squared standard error (one launch
     variance for both rows, as limma's two-group model has it) and degrees of freedom."""
     with warnings.catch_warnings():
@@ -54,6 +56,6 @@ def unpaired_test(base: np.ndarray, cand: np.ndarray, moderate: bool = True) -> 
         n_b, n_c = np.isfinite(base).sum(-1), np.isfinite(cand).sum(-1)
         units = np.concatenate([base, cand], axis=-1)
         group = np.repeat([0, 1], [base.shape[-1], cand.shape[-1]])
-        variance = cell_variances(units, group, moderate)
+        variance = cell_variances(units, group, moderate, noise_groups)
         diff = np.nanmean(cand, -1) - np.nanmean(base, -1)
         return {"diff": diff, "se2": variance["var"] * (1 / n_b + 1 / n_c), "dof": variance["dof"]}

@@ -15,14 +15,16 @@ RANGE_COLUMNS = ("verdict", "size_from", "size_to", "sizes", "ratio", "ratio_low
                  "q_value")
 
 
-def changed_ranges(result: xr.Dataset, verdicts=("improved", "regressed"), *, split_by_ratio: bool = True
-                   ) -> pd.DataFrame:
+def changed_ranges(result: xr.Dataset, verdicts=("improved", "regressed", "faster", "slower"), *,
+                   split_by_ratio: bool = True) -> pd.DataFrame:
     """The cells with one of `verdicts`, grouped per curve into ranges of consecutive measured sizes
     with the same verdict and one ratio: a run of sizes with the same verdict is split where the
     ratio moves by more than its uncertainty (split_where_ratio_moves), so that a range never pools
-    a 60% change with a 10% one. One row per range with its sizes, the median over the range of each
-    cell's ratio and interval bounds, and the smallest q value. split_by_ratio=False keeps each run
-    whole, for verdicts that are yes/no properties of a size (a broken guideline) rather than amounts."""
+    a 60% change with a 10% one. One row per range with its sizes, the median over the range of its
+    cells' ratios, an interval that holds every one of its cells' intervals (the lowest low end, the
+    highest high end: what the range's verdict rests on, not a median of bounds, which is no interval),
+    and the smallest q value. split_by_ratio=False keeps each run whole, for verdicts that are yes/no
+    properties of a size (a broken guideline) rather than amounts."""
     curve_dims = [d for d in result["verdict"].dims if d != "size"]
     frame = result[["verdict", "ratio", "ratio_low", "ratio_high", "q_value"]].to_dataframe().reset_index()
     frame = frame[frame["verdict"] != "missing"]
@@ -44,7 +46,7 @@ def changed_ranges(result: xr.Dataset, verdicts=("improved", "regressed"), *, sp
             rows.append({**dict(zip(curve_dims, labels)), "verdict": piece["verdict"].iloc[0],
                          "size_from": int(piece["size"].iloc[0]), "size_to": int(piece["size"].iloc[-1]),
                          "sizes": len(piece), "ratio": piece["ratio"].median(),
-                         "ratio_low": piece["ratio_low"].median(), "ratio_high": piece["ratio_high"].median(),
+                         "ratio_low": piece["ratio_low"].min(), "ratio_high": piece["ratio_high"].max(),
                          "q_value": piece["q_value"].min()})
     return pd.DataFrame(rows, columns=[*curve_dims, *RANGE_COLUMNS])
 

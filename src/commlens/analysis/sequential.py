@@ -6,33 +6,36 @@ Looking after every round and stopping when the answer suits would inflate the e
 design (each look is another chance for noise to pass the bar). The rule here is a group-sequential
 design with alpha spending (Lan and DeMets): over at most `max_rounds` rounds the false discovery rate
 1 - confidence is spent across the looks at rounds min_rounds, min_rounds + 1, ..., by Kim and DeMets'
-power family alpha * t^2, t = rounds / max_rounds. The look at n rounds runs compare at the confidence
-1 - (its share of alpha) and calls what it calls; a cell called at one look stays called. The shares
-add up to alpha, so by the union bound the chance that any look makes a false call when nothing
-changed is at most alpha whatever the looks' dependence (exact boundaries would need the joint law of
-moderated t statistics across looks, which has no closed form; the bound is conservative, and the
-simulation in benchmarks/compare_validation.py measures by how much).
+power family alpha * t^3, t = rounds / max_rounds. Each look's level is worked out from the looks'
+joint law, not bounded by their sum: a cell's statistic at n rounds is a partial sum of its rounds'
+ratios, so the statistics at successive looks are correlated (sqrt(n / m) between n and m rounds), and
+the levels at which the chance that any look crosses, when nothing changed, is the amount spent are
+found by simulating that law once per design (look_levels, cached). The union bound tested the last of 8
+rounds at 1.2%; the joint law allows 3.8%, which is what lets the sequential design find what a fixed
+design of its maximum finds. The look at n rounds runs compare at the confidence 1 - (its level) and
+calls what it calls; a cell called at one look stays called.
 
-Why t^2: rounds are what costs, so a large change should end the campaign at an early look, and a
-change near what the campaign is sized for should still be found at the last. Pocock-type spending
-(alpha ln(1 + (e - 1) t)) spends 71% of alpha at look 3 of 5 and tests the last at 0.6% (of 5%): in the
-simulation (10% change, 3% launch-to-launch noise, 3 to 5 rounds) it found 78% of the changed cells,
-t^2 85%, with the same mean rounds (4.9) and no more false calls; O'Brien-Fleming-type spending keeps
-almost all of alpha for the last look, so early looks would decide next to nothing. Why not an
+Why t^3: rounds are what costs, so a large change should end the campaign at an early look, and a
+change near what the campaign is sized for should still be found at the last (its level 3.8% of 5%).
+Pocock-type spending spends most of alpha early and tests the last at a fraction of it; O'Brien-Fleming
+type keeps almost all for the last look, so early looks would decide next to nothing. Why not an
 anytime-valid confidence sequence: it must hold at every number of rounds, which at 3 to 12 launches
 makes it far wider than a spending plan over a known, small number of looks.
 
-A cell is decided when a look calls it improved or regressed, or shows it unchanged (its interval at
-that look's confidence inside +-min_effect). An undecided cell could still be decided when, were the
+A cell is decided when a look calls it (improved or regressed beyond the margin, faster or slower by
+less or by an amount left open) or shows it unchanged (its interval at that look's level inside the
+margin): more rounds would only narrow what the look said. An undecided cell could still be decided when, were the
 rounds still to come to go on as the rounds so far did (the current trend), the last look would call
-it with probability at least `futility_power` (its conditional power): cells that cannot get there in
-the remaining budget stop asking for rounds. (Assuming instead that the rounds to come show a change
-of at least min_effect kept most unchanged cells asking until the budget ended.) This futility rule is
-non-binding: it can only stop a campaign sooner, never add a call.
+it with probability at least `futility_power` (its conditional power). The campaign goes on while those
+cells' conditional powers add up to at least one more call (`FUTILITY_DECISIONS`); cells below
+`futility_power` count for nothing: a hundred unchanged cells each with a small chance kept every
+campaign at its maximum.
+This futility rule is non-binding: it can only stop a campaign sooner, never add a call.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -43,9 +46,17 @@ from scipy import stats as scipy_stats
 from commlens.analysis.compare import within
 
 UNDECIDED = "undecided"
-FUTILITY_POWER = 0.2
-# Kim and DeMets' power family alpha * t^rho; see the module's docstring for why 2.
-SPENDING_POWER = 2
+# What a look decides for good: a change beyond the margin, one of a known direction (its size under the
+# margin or left open), or none.
+DECIDED = ("improved", "regressed", "faster", "slower", "unchanged")
+FUTILITY_POWER = 0.5
+# The campaign goes on while the undecided cells' conditional powers add up to this many decisions.
+FUTILITY_DECISIONS = 1.0
+# Kim and DeMets' power family alpha * t^rho; see the module's docstring for why 3.
+SPENDING_POWER = 3
+# Paths of the looks' joint law simulated per design (look_levels): the level of a look from 2e5 paths is
+# within 2% of itself.
+LAW_PATHS = 200_000
 
 
 def spent(rounds: int, max_rounds: int, alpha: float) -> float:
@@ -53,12 +64,22 @@ def spent(rounds: int, max_rounds: int, alpha: float) -> float:
     return alpha * (min(rounds, max_rounds) / max_rounds) ** SPENDING_POWER
 
 
+@functools.lru_cache(maxsize=64)
 def look_levels(min_rounds: int, max_rounds: int, alpha: float) -> dict[int, float]:
-    """{rounds: the false discovery rate its look tests at}; they add up to alpha."""
-    levels, before = {}, 0.0
+    """{rounds: the two-sided level its look tests at}: the levels at which, for one cell whose rounds'
+    log ratios are independent and alike, the chance that any look up to n rounds crosses when nothing
+    changed is spent(n), from the looks' joint law simulated once (see the module's docstring)."""
+    rng = np.random.default_rng(0)
+    sums = np.cumsum(rng.standard_normal((LAW_PATHS, max_rounds)), axis=1)
+    crossed = np.zeros(LAW_PATHS, bool)
+    levels = {}
     for rounds in range(min_rounds, max_rounds + 1):
-        levels[rounds] = spent(rounds, max_rounds, alpha) - before
-        before = spent(rounds, max_rounds, alpha)
+        z = np.abs(sums[:, rounds - 1]) / np.sqrt(rounds)
+        more = int(round(spent(rounds, max_rounds, alpha) * LAW_PATHS)) - int(crossed.sum())
+        remaining = np.sort(z[~crossed])[::-1]
+        bound = remaining[more] if 0 < more < remaining.size else np.inf
+        crossed |= z > bound
+        levels[rounds] = float(2 * scipy_stats.norm.sf(bound)) if np.isfinite(bound) else 0.0
     return levels
 
 
@@ -67,7 +88,7 @@ class Decision:
     """Where a comparison stands after `rounds` rounds."""
 
     rounds: int
-    verdict: xr.DataArray      # improved / regressed / unchanged (decided) or undecided, per cell
+    verdict: xr.DataArray      # one of DECIDED, or undecided, per cell
     decided_at: xr.DataArray   # the rounds at which each cell was decided (0: not yet)
     ratio: xr.DataArray        # at the deciding look, or the latest one
     could_reach: xr.DataArray  # undecided cells that another round could still decide
@@ -94,12 +115,12 @@ def after_round(ds: xr.Dataset, baseline: str, candidate: str, *, min_rounds: in
     looks = {}
     for look in range(min_rounds, min(rounds, max_rounds) + 1):
         result = looks[look] = within(_first_rounds(ds, look), baseline, candidate, dim=dim,
-                                      min_effect=min_effect, confidence=1 - levels[look])
+                                      min_effect=min_effect, confidence=1 - max(levels[look], 1e-12))
         if verdict is None:
             verdict = xr.full_like(result["verdict"], UNDECIDED, dtype=object)
             ratio, decided_at = result["ratio"].copy(), xr.zeros_like(result["ratio"], dtype=int)
         kept = verdict != UNDECIDED
-        new = ~kept & result["verdict"].isin(["improved", "regressed", "unchanged"])
+        new = ~kept & result["verdict"].isin(DECIDED)
         ratio = ratio.where(kept, result["ratio"])
         verdict = verdict.where(~new, result["verdict"])
         decided_at = decided_at.where(~new, look)
@@ -107,16 +128,19 @@ def after_round(ds: xr.Dataset, baseline: str, candidate: str, *, min_rounds: in
         empty = xr.DataArray(np.array([], dtype=object))
         return Decision(rounds, empty, empty, empty, empty, True, f"{rounds} of at least {min_rounds} rounds")
     undecided = (verdict == UNDECIDED) & result["verdict"].isin(["inconclusive"])
-    reach = undecided & _could_reach(result, rounds, max_rounds, min_effect, levels[max_rounds], futility_power)
-    counts = {name: int((verdict == name).sum()) for name in ("improved", "regressed", "unchanged")}
+    power = conditional_power(result, rounds, max_rounds, min_effect, levels[max_rounds]).where(undecided, 0.0)
+    reach = undecided & (power >= futility_power)
+    expected = float(power.where(reach, 0.0).sum())
+    counts = {name: int((verdict == name).sum()) for name in DECIDED}
     summary = ", ".join(f"{n} {name}" for name, n in counts.items() if n) or "nothing decided"
     if rounds >= max_rounds:
         more, reason = False, f"the budget of {max_rounds} rounds is spent ({summary})"
-    elif not reach.any():
-        more, reason = False, f"decided after {rounds} rounds: {summary}; no undecided cell could still reach " \
-                              f"{min_effect:.0%}"
+    elif expected < FUTILITY_DECISIONS:
+        more, reason = False, (f"decided after {rounds} rounds: {summary}; the undecided cells that could "
+                               f"still be called would add {expected:.2g} calls by round {max_rounds}")
     else:
-        more, reason = True, f"{int(reach.sum())} undecided cells could still reach {min_effect:.0%} ({summary})"
+        more, reason = True, (f"{int(reach.sum())} undecided cells could still be called, about {expected:.2g} "
+                              f"by round {max_rounds} ({summary})")
     return Decision(rounds, verdict.astype(str), decided_at, ratio, reach, more, reason,
                     _as_decided(looks, verdict, decided_at, alpha, levels, max_rounds))
 
@@ -139,7 +163,8 @@ def _as_decided(looks: dict[int, xr.Dataset], verdict: xr.DataArray, decided_at:
         confidence=1 - alpha,
         multiple_testing=f"launches until decided: Benjamini-Hochberg at each look, the false discovery rate "
                          f"{alpha:g} spent over the looks as {alpha:g} (rounds/{max_rounds})^{SPENDING_POWER} "
-                         f"({shares} rounds); a cell keeps the verdict of the look that decided it")
+                         f"({shares} rounds: levels from the looks' joint law); a cell keeps the verdict of the "
+                         f"look that decided it")
     return merged
 
 
@@ -150,18 +175,22 @@ def _first_rounds(ds: xr.Dataset, rounds: int) -> xr.Dataset:
                      round=ds["round"].where(~later, -1))
 
 
-def _could_reach(result: xr.Dataset, rounds: int, max_rounds: int, min_effect: float, last_level: float,
-                 power: float) -> xr.DataArray:
-    """Per cell: the conditional power of the last look, were the rounds to come to go on as the rounds
-    so far did, is at least `power` (see the module's docstring)."""
+def conditional_power(result: xr.Dataset, rounds: int, max_rounds: int, min_effect: float,
+                      last_level: float) -> xr.DataArray:
+    """Per cell: the chance that the last look calls it (its interval there wholly above or below 1), were
+    the rounds to come to go on as the rounds so far did (see the module's docstring). The standard error
+    is read off the marginal interval."""
     estimate = np.log(result["ratio"])
     critical = xr.apply_ufunc(scipy_stats.t.ppf, 0.5 + result.attrs["confidence"] / 2, result["dof"])
-    se = np.log(result["ratio_high"] / result["ratio_low"]) / (2 * critical)
+    se = np.log(result["ratio_high_marginal"] / result["ratio_low_marginal"]) / (2 * critical)
     final_mean = estimate          # the current trend: the rounds to come go on as these did
     final_sd = se * np.sqrt(rounds * (max_rounds - rounds)) / max_rounds
-    threshold = np.maximum(np.log1p(min_effect),
-                           NormalDist().inv_cdf(1 - last_level / 2) * se * np.sqrt(rounds / max_rounds))
+    # Called at the last look means selected by its Benjamini-Hochberg procedure: a p value below the level
+    # times the share of cells selected (as many as now, one at least), not below the level itself.
+    selected, tested = result.attrs.get("selected", 0), max(result.attrs.get("tested", 1), 1)
+    level = last_level * max(selected, 1) / tested
+    threshold = NormalDist().inv_cdf(1 - level / 2) * se * np.sqrt(rounds / max_rounds)
     with np.errstate(invalid="ignore", divide="ignore"):
-        reach = (xr.apply_ufunc(scipy_stats.norm.sf, (threshold - final_mean) / final_sd)
+        power = (xr.apply_ufunc(scipy_stats.norm.sf, (threshold - final_mean) / final_sd)
                  + xr.apply_ufunc(scipy_stats.norm.cdf, (-threshold - final_mean) / final_sd))
-    return (reach >= power).fillna(False)
+    return power.fillna(0.0)

@@ -36,27 +36,44 @@ def compare(args) -> int:
     files), writes them to --output (.csv or .json), and returns 1 when --fail-on finds any."""
     import pandas as pd
 
-    from commlens.analysis.compare import NO_SPREAD, across, describe_launches, provenance_differences, verdict_counts
+    from commlens.analysis.compare import (CALLS, NO_SPREAD, across, describe_launches, provenance_differences,
+                                           verdict_counts, within)
     from commlens.analysis.ranges import changed_ranges, describe_range, single_value_cells
     from commlens.io.tables import table_format, write_table
 
     pairs = _mapping(args.map)
     if args.output:
         table_format(args.output, ("csv", "json"))     # refused before any work
-    (base_path, base), (cand_path, cand) = (open_dataset(target) for target in (args.baseline, args.candidate))
+    if args.rows and args.candidate:
+        raise ValueError("--rows compares two rows of one dataset: give it one dataset, not two")
+    if not args.rows and not args.candidate:
+        raise ValueError("give a baseline and a candidate dataset, or one dataset and --rows BASELINE CANDIDATE")
+    (base_path, base) = open_dataset(args.baseline)
+    (cand_path, cand) = (base_path, base) if args.rows else open_dataset(args.candidate)
     warn = lambda line: print(f"commlens compare: warning: {line}", file=sys.stderr)  # noqa: E731
-    if same_dataset((base_path, cand_path), base, cand):
-        warn(f"baseline and candidate are the same dataset ({base_path}): every ratio is 1, and the verdicts "
-             "only say how precisely it was measured")
-    for line in provenance_differences(base, cand):
-        warn(f"measured differently: {line}")
-    for role, ds in (("baseline", base), ("candidate", cand)):
+    rows = args.rows
+    if not rows and same_dataset((base_path, cand_path), base, cand):
+        if len(pairs) == 1 and all(name in base["library"].values for pair in pairs.items() for name in pair):
+            rows = next(iter(pairs.items()))     # two rows of one dataset, asked for with --map: paired as --rows
+        else:
+            warn(f"baseline and candidate are the same dataset ({base_path}) and the same rows: every ratio is "
+                 "1, and the verdicts only say how precisely it was measured (compare two of its rows with "
+                 "--rows)")
+    if not rows:
+        for line in provenance_differences(base, cand):
+            warn(f"measured differently: {line}")
+    for role, ds in ((("dataset", base),) if rows else (("baseline", base), ("candidate", cand))):
         if "imported" in ds.coords and ds["imported"].values.any():
             print(f"commlens compare: note: the {role} holds rows measured by another suite, by its method "
                   f"({ds.attrs.get('source', 'imported')})", file=sys.stderr)
-    result = across(base, cand, pairs, min_effect=args.min_effect, confidence=args.confidence)
+    if rows:
+        result = within(base, *rows, min_effect=args.min_effect, confidence=args.confidence)
+        print(f"dataset: {base_path}\nrows: {rows[0]} (baseline) against {rows[1]} (candidate), "
+              f"{result.attrs['compared']} rows")
+    else:
+        result = across(base, cand, pairs, min_effect=args.min_effect, confidence=args.confidence)
+        print(f"baseline:  {base_path}\ncandidate: {cand_path}\nlibrary rows matched: {result.attrs['library_map']}")
     counts = verdict_counts(result)
-    print(f"baseline:  {base_path}\ncandidate: {cand_path}\nlibrary rows matched: {result.attrs['library_map']}")
     print(f"launches per cell: {describe_launches(result)}")
     print("cells: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n))
     print(f"method: {result.attrs['method']}; {result.attrs['multiple_testing']}; changes below "
@@ -74,7 +91,7 @@ def compare(args) -> int:
         table = pd.concat([table, single], ignore_index=True) if not table.empty else single
     if args.output:
         print(f"table: {write_table(table, args.output, table_format(args.output, ('csv', 'json')))}")
-    wanted = {"regressed": ("regressed",), "improved": ("improved",), "changed": ("regressed", "improved")}
+    wanted = {"regressed": ("regressed",), "improved": ("improved",), "changed": CALLS}
     if args.fail_on and table["verdict"].isin(wanted[args.fail_on]).any():
         print(f"commlens compare: {args.fail_on} cells found (--fail-on {args.fail_on})", file=sys.stderr)
         return 1

@@ -98,8 +98,12 @@ def build_parser(description: str) -> argparse.ArgumentParser:
 
     compare = verbs.add_parser(
         "compare", help="candidate against baseline, cell by cell: what changed, where, by how much, is it real")
-    compare.add_argument("baseline", help="dataset (.nc) or campaign file of the baseline")
-    compare.add_argument("candidate", help="dataset (.nc) or campaign file of the candidate")
+    compare.add_argument("baseline", help="dataset (.nc) or campaign file of the baseline (with --rows: the one "
+                                          "dataset whose two rows are compared)")
+    compare.add_argument("candidate", nargs="?", help="dataset (.nc) or campaign file of the candidate")
+    compare.add_argument("--rows", nargs=2, metavar=("BASELINE_ROW", "CANDIDATE_ROW"),
+                         help="compare two rows (library, placement or kernel) of one dataset, paired by round "
+                              "as the report does")
     compare.add_argument("--map", action="append", default=[], metavar="OLD=NEW",
                          help="the baseline's library row OLD is the candidate's NEW (repeatable)")
     compare.add_argument("--min-effect", type=fraction(MIN_EFFECT_MEANING), default=0.05,
@@ -107,7 +111,8 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     compare.add_argument("--confidence", type=fraction(CONFIDENCE_MEANING), default=0.95,
                          help="interval level; the false discovery rate is 1 - confidence (default 0.95)")
     compare.add_argument("--fail-on", choices=("regressed", "improved", "changed"),
-                         help="exit 1 when any cell has this verdict (gate an update in CI)")
+                         help="exit 1 when any cell has this verdict (gate an update in CI); changed: any call, "
+                              "slower or faster under the margin too")
     compare.add_argument("--output", help="write the table of changed size ranges (.csv or .json)")
     compare.set_defaults(verb=_verb("compare", "compare"))
 

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from commlens.analysis.sequential import after_round
+from commlens.analysis.sequential import DECIDED, UNDECIDED, after_round
 from commlens.campaign import Campaign
 from commlens.campaign.rounds import DECISIONS_FILE, recorded_decisions, recorded_seed
 from commlens.data.collect import build_dataset, stream_raw
@@ -69,7 +69,7 @@ def _look(campaign: Campaign, workdir: Path, build_dir: Path, rounds: int, until
         # Cells either row measured: sizes a kernel's placements never ran are no undecided cells.
         measured = (decision.result["baseline_launches"] > 0) | (decision.result["candidate_launches"] > 0)
         verdicts = decision.verdict.values[measured.transpose(*decision.verdict.dims).values].tolist()
-        counts = {name: verdicts.count(name) for name in ("improved", "regressed", "unchanged", "undecided")}
+        counts = {name: verdicts.count(name) for name in (*DECIDED, UNDECIDED)}
         pairs.append({**pair, **counts, "could_still_decide": int(decision.could_reach.sum()),
                       "more": decision.more})
         more |= decision.more

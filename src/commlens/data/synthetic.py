@@ -98,6 +98,9 @@ class Noise:
     outlier_scale: float = 3.0
     launch_relative: float = 0.0
     launch_point_relative: float = 0.0
+    # Lag-one autocorrelation of the core noise along a point's samples, as consecutive timed batches
+    # share a cache state or a neighbour's burst (0: independent samples).
+    autocorrelation: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,10 @@ def generate(sizes, truth: GroundTruth, noise: Noise = Noise(), n_samples: int =
         hit = np.arange(launches) if spike.launches is None else np.array(spike.launches)
         extra[np.ix_(np.flatnonzero(rows), hit)] += spike.extra_s
     core = rng.standard_t(noise.tail_df, size=shape) if np.isfinite(noise.tail_df) else rng.standard_normal(shape)
+    if noise.autocorrelation:       # AR(1) along the samples, scaled back to the independent noise's spread
+        phi = noise.autocorrelation
+        for sample in range(1, n_samples):
+            core[..., sample] = phi * core[..., sample - 1] + np.sqrt(1 - phi ** 2) * core[..., sample]
     launch_shift = 1 + noise.launch_relative * rng.standard_normal((1, launches, 1))
     delayed = rng.random(shape) < noise.outlier_fraction
     delay = rng.exponential(noise.outlier_scale, size=shape) * delayed
@@ -197,6 +204,25 @@ def with_spell(curve: SyntheticCurve, spell: Spell, seed: int = 0) -> tuple[np.n
     changes = rng.integers(0, n_sizes + 1, size=n_launches)
     factor = np.where(positions < changes[None, :], spell.factor, 1.0)
     return curve.times * factor[:, :, None], positions
+
+
+@dataclass(frozen=True)
+class Modes:
+    """A host whose launches each settle at one of two speeds, at random: a launch is in the slow mode with
+    `probability`, and there every size takes `factor` times as long (Open MPI's on-node launches here:
+    1.6-1.7 times, in about half the launches)."""
+
+    probability: float = 0.5
+    factor: float = 1.65
+
+
+def with_modes(curve: SyntheticCurve, modes: Modes, seed: int = 0) -> tuple[SyntheticCurve, np.ndarray]:
+    """`curve` (with a launch axis) with each launch drawn into the slow mode or not; and which were."""
+    if curve.times.ndim != 3:
+        raise ValueError("modes need a curve with a launch axis (generate with n_launches)")
+    slow = np.random.default_rng(seed).random(curve.times.shape[1]) < modes.probability
+    times = curve.times * np.where(slow, modes.factor, 1.0)[None, :, None]
+    return SyntheticCurve(curve.sizes, times, curve.truth, curve.noise), slow
 
 
 @dataclass(frozen=True)

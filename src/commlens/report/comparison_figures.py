@@ -17,7 +17,8 @@ from commlens.report.elements import Figure, Skipped
 # Small multiples per figure; a comparison with more panels gets one figure per kernel family.
 MAX_PANELS = 12
 PANEL_COLUMNS = 3
-VERDICT_COLOURS = {"regressed": "#d62728", "improved": "#2ca02c"}
+# Beyond the margin in full colour; a change under it, or of an unsure size, paler.
+VERDICT_COLOURS = {"regressed": "#d62728", "improved": "#2ca02c", "slower": "#f4a3a3", "faster": "#9fd89f"}
 RATIO_COLOUR = "#1f77b4"
 
 
@@ -97,6 +98,14 @@ def _decades(sizes: pd.Series) -> list[float]:
     return ticks if len(ticks) >= 2 else [float(sizes.min()), float(sizes.max())]
 
 
+def _level(result) -> str:
+    """The level of a comparison's intervals, in words."""
+    level = result.attrs.get("interval_level")
+    if level is None:
+        return f"{result.attrs['confidence']:.0%} marginal"
+    return f"false coverage-rate level {level:.4g}"
+
+
 def ratio_figures(comparison: Comparison) -> list:
     panels = comparison_panels(comparison.result)
     if not panels:
@@ -114,6 +123,7 @@ def ratio_figures(comparison: Comparison) -> list:
         figures.append(Figure(comparison.name + (f"-{family}" if family else ""),
                               f"{comparison.title}: ratio against size{which}",
                               f"Candidate / baseline time against size, one panel per kernel and placement; "
-                              f"shaded: the ratio's {comparison.result.attrs['confidence']:.0%} interval; dashed: "
-                              f"no change; red points regressed, green improved.", build, panels=len(group)))
+                              f"shaded: the interval each verdict was read off ({_level(comparison.result)}); "
+                              f"dashed: no change; red points slower beyond the margin, green faster beyond it, "
+                              f"paler: slower or faster under it or by an unsure amount.", build, panels=len(group)))
     return figures

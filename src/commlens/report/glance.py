@@ -17,10 +17,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from commlens.data.origins import curve_marks, curve_origins, imported_libraries, legends
 from commlens.report.analysis_table import ReportData
-from commlens.units import format_interval, format_mbps, format_number, format_size, format_us
+from commlens.analysis.stats import interval_over_launches
+from commlens.data.quantities import bandwidth
+from commlens.units import MB, US, format_launch_interval, format_number, format_size, format_size_range
 
 # A launch's P90 this many times its median: a tenth of its samples took that much longer.
 WIDE_TAIL = 2.0
@@ -81,7 +84,10 @@ def _imported_lines(ds) -> list[str]:
 
 
 def _headline(data: ReportData) -> pd.DataFrame:
-    """The main ping-pong's curves (every curve where the campaign has none), one row each."""
+    """The main ping-pong's curves (every curve where the campaign has none), one row each: the latency at
+    the smallest size and the peak bandwidth, each with an interval a reader can use
+    (format_launch_interval: labelled within one launch, or said in words where too few launches make it
+    span more than a factor of ten)."""
     points = data.points
     kernel = data.main_kernel()
     if kernel is not None:
@@ -90,21 +96,63 @@ def _headline(data: ReportData) -> pd.DataFrame:
     marks = curve_marks(curve_origins(data.ds))
     for (library, placement, kernel), curve in points.groupby(["library", "placement", "kernel"], sort=False):
         smallest = curve.loc[curve["size"].idxmin()]
-        sized = curve[curve["size"] > 0]
-        peak = sized.loc[sized["bandwidth_MBps"].idxmax()] if len(sized) else None
+        launches = int(smallest["launches"])
+        cell = data.ds["median"].sel(library=library, placement=placement, kernel=kernel)
+        per_launch = cell.sel(size=smallest["size"]).where(data.ds["sample_count"].sel(
+            library=library, placement=placement, kernel=kernel, size=smallest["size"]) > 0).values / US
+        peak = peak_bandwidth(data, library, placement, kernel, curve)
         rows.append({
             "library": library, "placement": placement, "kernel": kernel,
             "smallest size": format_size(smallest["size"]),
-            "latency (us) [95%]": format_interval(*(format_us(smallest[f"{name}_s"]) for name in
-                                                    ("median", "ci_low", "ci_high"))),
-            "peak bandwidth (MB/s) [95%]": "" if peak is None else format_interval(
-                *(format_mbps(peak[f"{name}_Bps"]) for name in ("bandwidth", "bandwidth_low", "bandwidth_high"))),
-            "peak at": "" if peak is None else format_size(peak["size"]),
-            "launches": int(smallest["launches"]),
+            "latency (us) [95%]": format_launch_interval(
+                smallest["median_s"] / US, smallest["ci_low_s"] / US, smallest["ci_high_s"] / US, launches,
+                per_launch, format_number),
+            "peak bandwidth (MB/s) [95%]": "" if peak is None else format_launch_interval(
+                peak.value / MB, peak.low / MB, peak.high / MB, launches, peak.per_launch / MB, format_number),
+            "peak over": "" if peak is None else peak.sizes,
+            "launches": launches,
         })
         if marks:
             rows[-1]["source"] = marks.get((str(library), str(placement), str(kernel)), "measured")
     return pd.DataFrame(rows).head(MAX_ROWS)
+
+
+# The peak bandwidth is a plateau's, not the largest of noisy medians (which is biased upwards: it picks
+# whichever size's noise happened to read fastest): per launch, the median of its bandwidths at the
+# PEAK_SIZES sizes that read fastest over all launches; over launches, their median and its interval.
+PEAK_SIZES = 3
+
+
+@dataclass(frozen=True)
+class Peak:
+    value: float          # B/s
+    low: float
+    high: float
+    per_launch: np.ndarray
+    sizes: str            # which sizes it is taken over, in words
+
+
+def peak_bandwidth(data: ReportData, library, placement, kernel, curve: pd.DataFrame) -> Peak | None:
+    """A curve's peak bandwidth over its PEAK_SIZES fastest sizes (see PEAK_SIZES), with the interval over
+    launches of the launches' plateau values."""
+    sized = curve[curve["size"] > 0]
+    if sized.empty:
+        return None
+    top = sized.nlargest(PEAK_SIZES, "bandwidth_Bps")
+    ds = data.ds.sel(library=library, placement=placement, kernel=kernel, size=top["size"].to_numpy())
+    measured = ds["sample_count"] > 0
+    rates = bandwidth(ds["median"].where(measured), ds["size"])
+    per_launch = rates.median("size", skipna=True).where(measured.any("size"))
+    # Each launch's own interval of its plateau: its medians' intervals, the slow end giving the low rate.
+    within = xr.concat([bandwidth(ds["median_ci"].sel(bound=end, drop=True).where(measured), ds["size"])
+                        .median("size", skipna=True) for end in ("high", "low")], "bound").assign_coords(
+        bound=["low", "high"])
+    centre = float(per_launch.median("launch"))
+    interval = interval_over_launches(per_launch, within)
+    sizes = sorted(int(size) for size in top["size"])
+    return Peak(centre, float(interval.sel(bound="low")), float(interval.sel(bound="high")),
+                per_launch.values, format_size_range(sizes[0], sizes[-1]) + (f" ({len(sizes)} sizes)"
+                                                                               if len(sizes) > 1 else ""))
 
 
 def _measured(ds) -> np.ndarray:

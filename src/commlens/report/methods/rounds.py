@@ -8,6 +8,7 @@ import json
 import numpy as np
 import xarray as xr
 
+from commlens.analysis.sequential import DECIDED, UNDECIDED
 from commlens.io.conventions import timestamps
 from commlens.report.methods.facts import NOT_RECORDED
 
@@ -69,7 +70,7 @@ def until_decided_paragraph(ds: xr.Dataset, until: dict) -> str:
     record = json.loads(recorded)
     for look in record.get("looks", []):
         pairs = "; ".join(f"{pair['candidate']} against {pair['baseline']}: " + ", ".join(
-            f"{pair[name]} {name}" for name in ("improved", "regressed", "unchanged", "undecided") if pair.get(name))
+            f"{pair[name]} {name}" for name in (*DECIDED, UNDECIDED) if pair.get(name))
             + (f" ({pair['could_still_decide']} could still be decided)" if pair.get("could_still_decide") else "")
             for pair in look.get("pairs", []))
         text += f" After {look['rounds']} rounds: {pairs or 'no compared cell'}."

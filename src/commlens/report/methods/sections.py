@@ -356,13 +356,17 @@ def _statistics(facts: _Facts) -> Section:
             "(launch = experimental unit; paired by round where both rows ran in rounds, unpaired otherwise, "
             "the launch variance moderated across neighbouring sizes as limma's moderated t) gives the p value "
             "and the ratio's interval (with one launch on one side, the other side's variance). p values are adjusted by "
-            f"Benjamini-Hochberg over every cell of a comparison (false discovery rate {1 - confidence:g}); a "
-            f"cell is regressed or improved where q <= {1 - confidence:g} and the change is at least "
-            f"{min_effect:.0%}, unchanged where the whole interval lies within -+{min_effect:.0%}, inconclusive "
-            "otherwise. With one launch on each side nothing measures launch-to-launch variation: the interval "
-            "comes from the samples alone and a verdict needs "
-            f"the change to exceed {ONE_LAUNCH_FACTOR:g} within-launch relative interquartile ranges and "
-            f"{ONE_LAUNCH_FLOOR:.0%}. {basis}.")
+            f"Benjamini-Hochberg over the launch-level cells of a comparison (false discovery rate "
+            f"{1 - confidence:g}), and every interval shown is at the false coverage-rate level of Benjamini and "
+            f"Yekutieli (1 - R x {1 - confidence:g} / m, R of the m cells selected): it excludes 1 exactly where a "
+            "change is called, and the verdict is read off it against a margin of "
+            f"{min_effect:.0%} either way (as ratios: {1 + min_effect:g} and 1/{1 + min_effect:g}): regressed or "
+            "improved where the whole interval lies beyond the margin, slower or faster where it lies above or "
+            "below 1 but not beyond it, unchanged where it lies inside the margin and holds 1, inconclusive "
+            "otherwise. With one launch on each side nothing measures launch-to-launch variation: those cells "
+            "stay out of the adjustment, their interval comes from the samples alone (said: within one launch) "
+            f"and a verdict needs the change to exceed {ONE_LAUNCH_FACTOR:g} within-launch relative interquartile "
+            f"ranges and {ONE_LAUNCH_FLOOR:.0%}. {basis}.")
     return Section("Intervals and verdicts", paragraphs)
 
 
