@@ -18,6 +18,13 @@ aa: two rows of the same library with the same settings, 4 rounds, pingpong.send
 node, while a memory-bound process at nice 19 (numpy copies of 256 MiB arrays) runs through the middle
 of the campaign (from the end of the first launch of round 1 to the end of round 2). Any call is false.
 
+rows: Open MPI 5.0.11 on one node in three rows, the default, the default again and the shared-memory eager
+limit raised to 16 KiB (btl_sm_eager_limit, default 4 KiB), ping-pong from 1 KiB to 16 KiB in 1 KiB steps,
+launches until decided (3 to 8 rounds); each rerun a fresh campaign. The sizes above 4 KiB and below
+16 KiB change protocol (eager in the raised row, rendezvous in the others: 2.5-4 times faster); 4 KiB and
+16 KiB sit on the limits and are not scored. A rerun is right when every changed size is called faster
+(improved or faster) and nothing is called between the two default rows; the launches' modes are shown.
+
 Campaigns go to results/<name>/ of this checkout (the library environments and builds of build/).
 """
 
@@ -36,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from commlens import open_campaign
+from commlens.analysis.compare import CALLS
 from commlens.analysis.ranges import changed_ranges
 from commlens.io.raw import read_launch_record
 from commlens.units import format_size
@@ -90,6 +98,23 @@ kernels:
 launches: 4
 """
 
+ROWS = """\
+campaign: {name}
+libraries:
+  default: {{mpi: openmpi-5.0.11}}
+  again: {{mpi: openmpi-5.0.11}}
+  raised: {{mpi: openmpi-5.0.11, env: {{OMPI_MCA_btl_sm_eager_limit: "16384"}}}}
+compare:
+  - {{baseline: default, candidate: again}}
+  - {{baseline: default, candidate: raised}}
+placements: [{{name: 1N2P, nodes: 1, ppn: 2}}]
+kernels:
+  pingpong.send: {{sizes: {{schedule: small, min: 1Ki, max: 16Ki, step: 1024}}}}
+launches: {{min: 3, max: {rounds}, until: decided}}
+"""
+ROWS_CHANGED = tuple(k * KiB for k in range(5, 16))     # between the limits: eager in the raised row only
+ROWS_ON_LIMITS = (4 * KiB, 16 * KiB)
+
 NEIGHBOUR = textwrap.dedent("""
     import numpy as np
     a, b = np.ones(2**25), np.empty(2**25)     # 256 MiB each: far beyond any cache
@@ -98,14 +123,16 @@ NEIGHBOUR = textwrap.dedent("""
 """)
 
 
-def run_campaign(name: str, text: str, during=None) -> Path:
-    """Runs the campaign to its dataset (no report) and returns the dataset's path. `during(results)`, if
-    given, is called every half second while it runs."""
+def run_campaign(name: str, text: str, during=None, report: bool = False) -> Path:
+    """Runs the campaign to its dataset (and its report where `report`: launches until decided runs its
+    rounds and then the whole workflow) and returns the dataset's path. `during(results)`, if given, is
+    called every half second while it runs."""
     campaign = REPO / "results" / f"{name}.yaml"
     campaign.parent.mkdir(exist_ok=True)
     campaign.write_text(text)
     dataset = REPO / "results" / name / f"{name}.nc"
-    process = subprocess.Popen([str(COMMLENS), "run", str(campaign), f"results/{name}/{name}.nc"], cwd=REPO,
+    targets = [] if report else [f"results/{name}/{name}.nc"]
+    process = subprocess.Popen([str(COMMLENS), "run", str(campaign), *targets], cwd=REPO,
                                stdout=subprocess.DEVNULL)
     while process.poll() is None:
         if during is not None:
@@ -118,10 +145,31 @@ def run_campaign(name: str, text: str, during=None) -> Path:
 
 
 def calls(result) -> dict[int, str]:
-    """{size: verdict} of the called cells."""
+    """{size: verdict} of the called cells (a change beyond the margin, or of a known direction)."""
     verdict = result["verdict"].squeeze()
-    return {int(size): str(v) for size, v in zip(verdict["size"].values, verdict.values)
-            if v in ("improved", "regressed")}
+    return {int(size): str(v) for size, v in zip(verdict["size"].values, verdict.values) if v in CALLS}
+
+
+def rows(reruns: int, rounds: int) -> None:
+    print(f"Real rows: Open MPI 5.0.11 1N2P, default / default again / btl_sm_eager_limit 16 KiB, pingpong.send "
+          f"1-16 KiB, launches until decided (3 to {rounds} rounds), {reruns} fresh campaigns; changed: 5-15 KiB")
+    print(f"  {'rerun':>5} {'rounds':>6} {'changed called':>14} {'default vs again':>16}  modes; raised's calls")
+    right = 0
+    for rerun in range(reruns):
+        name = f"rows-rerun{rerun}-{int(time.time())}"
+        ds = open_campaign(run_campaign(name, ROWS.format(name=name, rounds=rounds), report=True))
+        raised = ds.commlens.compare(baseline="default", candidate="raised")
+        again = ds.commlens.compare(baseline="default", candidate="again")
+        hit = [size for size, verdict in calls(raised).items() if size in ROWS_CHANGED and verdict in ("improved",
+                                                                                                     "faster")]
+        false = [size for size in calls(raised) if size not in ROWS_CHANGED + ROWS_ON_LIMITS] + list(calls(again))
+        right += len(hit) == len(ROWS_CHANGED) and not false
+        modes = "; ".join(f"{side} {text}" for result in (raised, again) for side in ("baseline", "candidate")
+                          for text in np.unique(result[f"{side}_modes"].values) if text) or "one mode"
+        shown = ", ".join(f"{format_size(size)} {verdict}" for size, verdict in calls(raised).items())
+        print(f"  {rerun:>5} {int(ds['round'].max()) + 1:>6} {len(hit):>8} of {len(ROWS_CHANGED)} "
+              f"{len(calls(again)):>10} calls  {modes}; {shown}", flush=True)
+    print(f"  every changed size called, nothing between the default rows: {right} of {reruns} reruns")
 
 
 def knob(which: str, reruns: int, rounds: int) -> None:
@@ -179,19 +227,21 @@ def aa() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("parts", nargs="*", help="knob, aa or both (the default)")
+    parser.add_argument("parts", nargs="*", help="knob, aa, rows (default: knob and aa)")
     parser.add_argument("--knob", choices=sorted(KNOBS), default="tcp")
     parser.add_argument("--reruns", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     args.parts = args.parts or ["knob", "aa"]
-    if set(args.parts) - {"knob", "aa"}:
-        parser.error(f"parts are knob and aa; got {', '.join(args.parts)}")
+    if set(args.parts) - {"knob", "aa", "rows"}:
+        parser.error(f"parts are knob, aa and rows; got {', '.join(args.parts)}")
     os.chdir(REPO)
     if "knob" in args.parts:
         knob(args.knob, args.reruns, args.rounds)
     if "aa" in args.parts:
         aa()
+    if "rows" in args.parts:
+        rows(args.reruns, max(args.rounds, 3) if args.rounds != 5 else 8)
 
 
 if __name__ == "__main__":

@@ -136,13 +136,14 @@ class CommlensAccessor:
         return within(self._ds, baseline, candidate, dim=dim, **options)
 
     def anomalies(self, **options):
-        """Every finding of commlens.analysis.anomalies.detect on every curve, as one pandas DataFrame
-        whose first columns are library, placement and kernel; `options` go to detect."""
+        """Every finding of commlens.analysis.anomalies.detect_launches on every curve (found in each launch
+        and kept where the launches agree), as one pandas DataFrame whose first columns are library,
+        placement and kernel; `options` go to detect_launches."""
         import pandas as pd
 
-        from commlens.analysis.anomalies import COLUMNS, detect, empty_table
+        from commlens.analysis.anomalies import COLUMNS, detect_launches, empty_table
 
-        tables = [detect(sizes, times, counts=counts, positions=positions, **options).assign(**labels)
+        tables = [detect_launches(sizes, times, counts=counts, positions=positions, **options).assign(**labels)
                   for _, labels, sizes, times, counts, positions in self._curves()]
         tables = [table for table in tables if len(table)]
         if not tables:

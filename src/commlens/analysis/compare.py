@@ -153,7 +153,7 @@ def compare(baseline: xr.Dataset, candidate: xr.Dataset, *, min_effect: float = 
         "dof": (cells, arrays["dof"], {"units": "1", "long_name": "degrees of freedom of the (moderated) t test"}),
         "baseline_modes": (base["modes"].dims, base["modes"].values.astype(str),
                            {"long_name": "baseline launches that ran in a slow mode, and how much slower (empty: "
-                                         "one mode); counted as launch-to-launch variation"}),
+                                         "one mode); where each mode held two launches, the smaller is left out"}),
         "candidate_modes": (cand["modes"].dims, cand["modes"].values.astype(str),
                             {"long_name": "the same for the candidate"}),
         "baseline_launches": (cells, arrays["n_b"], {"units": "1"}),
@@ -257,7 +257,7 @@ def _launch_values(ds: xr.Dataset, statistic: str) -> xr.Dataset:
             spread = np.log(q.sel(quantile=0.75) / q.sel(quantile=0.25)).where(measured)
         else:
             spread = xr.full_like(value, np.nan)
-    modes = _modes(value)
+    value, modes = _modes(value)
     keep = ["value", "se", "spread", "modes"]
     out = xr.Dataset({"value": value, "se": se.drop_vars("bound", errors="ignore"),
                       "spread": spread.drop_vars("quantile", errors="ignore"), "modes": modes})
@@ -270,22 +270,34 @@ def _launch_values(ds: xr.Dataset, statistic: str) -> xr.Dataset:
          and set(coord.dims) <= set(value.dims)})
 
 
-def _modes(value: xr.DataArray) -> xr.DataArray:
+def _modes(value: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray]:
     """Per curve of one side's launch values, which launches ran in a slow mode and by how much
-    (commlens.analysis.modes), "" where they ran in one."""
+    (commlens.analysis.modes), "" where they ran in one; and the values with the slow mode's launches left
+    out where each mode held two launches or more: the comparison is then made in the fast mode, and says
+    so. Always the fast one, whichever holds more launches: the rows must be compared in the same mode,
+    and the fast one is the host's own, the slow one what something else made of it. A lone launch far from the others is said and
+    kept (three launches cannot tell a mode from noise), counted as launch-to-launch variation."""
     curve_dims = [dim for dim in value.dims if dim not in ("size", "launch")]
     found = xr.DataArray(np.full([value.sizes[d] for d in curve_dims], "", dtype=object), dims=curve_dims,
                          coords={d: value[d] for d in curve_dims})
     if "size" not in value.dims or "launch" not in value.dims:
-        return found
-    cube = value.transpose(*curve_dims, "size", "launch").values.reshape(-1, value.sizes["size"],
-                                                                         value.sizes["launch"])
+        return value, found
+    ordered = value.transpose(*curve_dims, "size", "launch")
+    cube = ordered.values.reshape(-1, value.sizes["size"], value.sizes["launch"]).copy()
     texts = found.values.reshape(-1)
+    labels = value["launch"].values
     for curve in range(cube.shape[0]):
         modes = find_modes(cube[curve])
-        if modes is not None:
-            texts[curve] = modes.describe(value["launch"].values)
-    return found
+        if modes is None:
+            continue
+        texts[curve] = modes.describe(labels)
+        if modes.replicated:
+            measured = np.flatnonzero(np.isfinite(cube[curve]).any(axis=0))
+            left_out = list(modes.slow)
+            cube[curve][:, left_out] = np.nan
+            texts[curve] += (f": left out, compared in the fast mode of the other "
+                             f"{len(measured) - len(left_out)}")
+    return ordered.copy(data=cube.reshape(ordered.shape)).transpose(*value.dims), found
 
 
 def _test(base: xr.Dataset, cand: xr.Dataset, confidence: float, one_launch_factor: float,

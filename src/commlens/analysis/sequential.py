@@ -30,7 +30,10 @@ it with probability at least `futility_power` (its conditional power). The campa
 cells' conditional powers add up to at least one more call (`FUTILITY_DECISIONS`); cells below
 `futility_power` count for nothing: a hundred unchanged cells each with a small chance kept every
 campaign at its maximum.
-This futility rule is non-binding: it can only stop a campaign sooner, never add a call.
+Where a compared curve's launches ran at levels far apart at every size (commlens.analysis.modes), the
+campaign goes on whatever the futility rule says: more rounds tell a second mode from a slow launch, and a
+replicated slow mode is then left out of the comparison. This futility rule is non-binding: it can only
+stop a campaign sooner, never add a call.
 """
 
 from __future__ import annotations
@@ -133,8 +136,15 @@ def after_round(ds: xr.Dataset, baseline: str, candidate: str, *, min_rounds: in
     expected = float(power.where(reach, 0.0).sum())
     counts = {name: int((verdict == name).sum()) for name in DECIDED}
     summary = ", ".join(f"{n} {name}" for name, n in counts.items() if n) or "nothing decided"
+    moded = (result["baseline_modes"] != "").any() or (result["candidate_modes"] != "").any() \
+        if "baseline_modes" in result else False
     if rounds >= max_rounds:
         more, reason = False, f"the budget of {max_rounds} rounds is spent ({summary})"
+    elif moded and (verdict == UNDECIDED).any():
+        # Launches far apart at every size: a second mode, or a slow launch; more rounds tell which, and let
+        # a comparison leave a replicated slow mode out (commlens.analysis.compare).
+        more, reason = True, (f"launches ran at different levels at every size: another round to tell modes "
+                              f"from noise ({summary})")
     elif expected < FUTILITY_DECISIONS:
         more, reason = False, (f"decided after {rounds} rounds: {summary}; the undecided cells that could "
                                f"still be called would add {expected:.2g} calls by round {max_rounds}")

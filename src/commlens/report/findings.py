@@ -12,16 +12,22 @@ from __future__ import annotations
 
 import pandas as pd
 
+from commlens.analysis.anomalies import PRACTICAL
 from commlens.report.analysis_table import ReportData
 from commlens.report.elements import Table
 from commlens.units import format_exact_size, format_mbps, format_number, format_us
 
-CAPTION = ("Every packet boundary, protocol switch, alignment effect and spike commlens.analysis.anomalies found, "
-           "each significant against its curve's own noise. `at`: where it starts (the first size past the first "
-           "packet boundary or the switch, the first size of an alignment class, the spike's size), `between`: the "
-           "measured sizes it lies between; `change` (microseconds): a packet step's height, the jump at a switch, "
-           "an alignment class's time less the other sizes' (below 0: faster) or a spike's extra time; `score`: "
-           "the change in units of the curve's noise.")
+CAPTION = ("Every packet boundary, protocol switch, regime change, alignment effect and spike "
+           "commlens.analysis.anomalies found in each launch and the launches agree on (`launches`: how many of "
+           "them show it), each significant against its curve's own noise and large enough to matter: `size` "
+           "is its share of the time at its size (of a packet's wire time for packet steps, the bandwidth's "
+           "change for a regime change), at least " + ", ".join(f"{share:.0%} for {kind.replace('_', ' ')}s"
+                                                                for kind, share in PRACTICAL.items()) +
+           ". `at`: where it starts (the first size past the first packet boundary or the switch, the first size "
+           "of an alignment class, the spike's size), `between`: the measured sizes it lies between; `change` "
+           "(microseconds): a packet step's height, the jump at a switch, an alignment class's time less the "
+           "other sizes' (below 0: faster) or a spike's extra time; `score`: the change in units of the curve's "
+           "noise. Launches in two modes are a finding too: the slow launches and by how much.")
 
 
 def findings_table(data: ReportData) -> Table:
@@ -29,7 +35,7 @@ def findings_table(data: ReportData) -> Table:
     notes = cache_notes(findings, data)
     rows = [_row(finding, notes.get(index, "")) for index, finding in findings.iterrows()]
     frame = pd.DataFrame(rows, columns=["library", "placement", "kernel", "finding", "at", "between", "change (us)",
-                                        "score", "detail", "note"])
+                                        "size", "score", "launches", "detail", "note"])
     frame = frame.loc[:, [column for column in frame if column in ("library", "placement", "kernel", "finding")
                           or (frame[column] != "").any()]]
     return Table("findings", "Findings", CAPTION, frame)
@@ -39,10 +45,16 @@ def _row(finding: pd.Series, note: str) -> dict:
     low, high = finding.get("size_low"), finding.get("size_high")
     between = (f"{format_exact_size(low)} and {format_exact_size(high)}"
                if _finite(low) and _finite(high) and low != high else "")
+    modes = finding["kind"] == "launch_modes"
+    shown = finding.get("launches"), finding.get("of_launches")
+    own = str(finding.get("note") or "")
     return {"library": finding["library"], "placement": finding["placement"], "kernel": finding["kernel"],
-            "finding": str(finding["kind"]).replace("_", " "), "at": format_exact_size(finding["size"]),
-            "between": between, "change (us)": format_us(finding["magnitude"]),
-            "score": format_number(finding["score"], 3), "detail": _detail(finding), "note": note}
+            "finding": str(finding["kind"]).replace("_", " "), "at": "" if modes else format_exact_size(finding["size"]),
+            "between": between, "change (us)": "" if modes else format_us(finding["magnitude"]),
+            "size": f"{finding['relative']:.0%}" if _finite(finding.get("relative")) and not modes else "",
+            "score": format_number(finding["score"], 3),
+            "launches": f"{int(shown[0])} of {int(shown[1])}" if _finite(shown[0]) and _finite(shown[1]) else "",
+            "detail": "" if modes else _detail(finding), "note": "; ".join(part for part in (own, note) if part)}
 
 
 def _finite(value) -> bool:
@@ -61,8 +73,6 @@ def _detail(finding: pd.Series) -> str:
     before, after = finding.get("bandwidth_before_Bps"), finding.get("bandwidth_after_Bps")
     if _finite(before) and _finite(after):
         return f"bandwidth {format_mbps(before)} -> {format_mbps(after)} MB/s"
-    if _finite(finding.get("launches")):
-        return f"in {int(finding['launches'])} launches"
     return ""
 
 

@@ -86,4 +86,4 @@ def reduce_curve(sizes, times, counts=None) -> Curve:
         rel_se = MEDIAN_EFFICIENCY * robust_sd(pooled, axis=1) / np.sqrt(n_pooled) / median
     return Curve(sizes=kept_sizes, median_s=median, launch_median_s=launch_median,
                  sorted_samples_s=np.sort(cube, axis=2), median_rel_se=rel_se,
-                 has_launch_axis=times.ndim == 3, counts=counts)
+                 has_launch_axis=times.ndim == 3 and times.shape[1] > 1, counts=counts)
