@@ -12,12 +12,12 @@ import pandas as pd
 from commlens.analysis.anomalies.alignment import alignment_classes
 from commlens.analysis.anomalies.noise import launch_levelled
 from commlens.analysis.anomalies.spikes import spike_rows
-from commlens.analysis.anomalies.structure import StructuralModel, fit_structural_model
+from commlens.analysis.anomalies.structure import StructuralModel, fit_structural_model, steps_at
 from commlens.analysis.models import Curve, reduce_curve, robust_sd
 from commlens.analysis.modes import Modes, find_modes
 
 COLUMNS = ("kind", "size", "size_low", "size_high", "magnitude", "relative", "score", "period", "period_low",
-           "period_high", "modulus", "residue", "launches", "of_launches", "note", "bandwidth_before_Bps",
+           "period_high", "header", "modulus", "residue", "launches", "of_launches", "note", "bandwidth_before_Bps",
            "bandwidth_after_Bps")
 # Below this many sizes a curve has too little shape to call anything unusual.
 MIN_SIZES = 6
@@ -29,10 +29,15 @@ PRACTICAL = {"protocol_switch": 0.10, "regime_change": 0.25, "packet_steps": 0.0
 # A breakpoint whose jump is under the switch's practical size is a regime change where the bandwidth either
 # side differs by this factor at least (a new slope from there on), and nothing otherwise.
 REGIME_FACTOR = 1 + PRACTICAL["regime_change"]
-# One launch has nothing to agree with: its findings need a score this many times the threshold.
+# One launch has nothing to agree with: its findings need a score this many times the threshold, but for
+# those that repeat at a period (PERIODIC), whose boundaries confirm each other.
 ONE_LAUNCH_STRICTER = 1.5
+PERIODIC = ("packet_steps", "alignment")
 # Launches of a row agree on a finding when at least this share of them show it (2 of 2, 2 of 3, 6 of 8).
 AGREEING = 2 / 3
+# A finding of the launches pooled is kept where AGREEING of them show it on their own at this share of the
+# threshold: the evidence is the pooled curve's, the launches only confirm where it is.
+SUPPORT = 0.35
 
 
 def empty_table() -> pd.DataFrame:
@@ -129,12 +134,13 @@ def practical(rows: list[dict], sizes: np.ndarray, model_s: np.ndarray) -> list[
 
 
 def detect_launches(sizes, times, threshold: float = 6.0, counts=None, positions=None, **options) -> pd.DataFrame:
-    """Findings of one curve found in each launch and kept where the launches agree (see the package's
-    docstring): a finding at the same place (within one size of the grid, or one packet period) in at
-    least AGREEING of them, whichever way it goes in each (a switch up in one launch and down in another,
-    as a launch in a slow mode shows it, is one switch: `note` says both directions); its size the one most
-    launches put it at, its magnitude and score their medians, `launches` how many showed it of
-    `of_launches`. Launches in two modes are a finding of their own (launch_modes: `magnitude` the factor,
+    """Findings of one curve, confirmed launch by launch (see the package's docstring): those of the
+    launches pooled (each brought to the common level first) that at least AGREEING of the launches show
+    on their own (at SUPPORT of the threshold, at the same place: within one size of the grid, or one packet
+    period), and those at least AGREEING of the launches show at the full threshold that the pooled curve
+    does not, whichever way they go in each (a switch up in one launch and down in another, as a launch in
+    a slow mode shows it, is one switch: `note` says both directions; its size the one most launches put
+    it at, its magnitude and score their medians). `launches` says how many showed it of `of_launches`. Launches in two modes are a finding of their own (launch_modes: `magnitude` the factor,
     `note` which launches). With one launch, the findings of that launch at ONE_LAUNCH_STRICTER times the
     threshold (`note`: one launch). Times without a launch axis go to `detect` as they are."""
     times = np.asarray(times, dtype=float)
@@ -142,16 +148,47 @@ def detect_launches(sizes, times, threshold: float = 6.0, counts=None, positions
         return detect(sizes, times, threshold=threshold, counts=counts, positions=positions, **options)
     measured = [launch for launch in range(times.shape[1]) if np.isfinite(times[:, launch]).any()]
     if len(measured) <= 1:
-        table = detect(sizes, times[:, measured], threshold=threshold * ONE_LAUNCH_STRICTER,
+        table = detect(sizes, times[:, measured], threshold=threshold,
                        counts=None if counts is None else np.asarray(counts)[:, measured], **options)
+        # A staircase or a residue class repeats itself at its period: its boundaries confirm each other as
+        # launches would. What happens once (a switch, a spike) has only the one launch to stand on.
+        periodic = table["kind"].isin(PERIODIC)
+        table = table[periodic | (table["score"] >= threshold * ONE_LAUNCH_STRICTER)]
         return table.assign(launches=1.0, of_launches=1.0, note="one launch") if len(table) else table
     levelled = launch_levelled(times, positions)        # each launch at the common level, spells taken out
     order = np.argsort(np.asarray(sizes))
     grid = np.asarray(sizes)[order]
-    per_launch = [detect(grid, levelled[order][:, [launch]], threshold=threshold,
-                         counts=None if counts is None else np.asarray(counts)[order][:, [launch]], **options)
-                  for launch in measured]
-    rows = _agreed(per_launch, grid, len(measured))
+
+    def each_launch(scale: float) -> list[pd.DataFrame]:
+        return [detect(grid, levelled[order][:, [launch]], threshold=threshold * scale,
+                       counts=None if counts is None else np.asarray(counts)[order][:, [launch]], **options)
+                for launch in measured]
+
+    index = {float(size): i for i, size in enumerate(grid)}
+    pooled = detect(grid, levelled[order], threshold=threshold,
+                    counts=None if counts is None else np.asarray(counts)[order], **options).to_dict("records")
+    # The launches' support of what the pooled curve shows, each launch held to a lower bar (SUPPORT): a
+    # launch whose own noise hides a switch at the full threshold still shows it there.
+    lenient = each_launch(SUPPORT)
+    # The launches' own findings at the full threshold, read off the lenient ones (what scores that high
+    # there): one detection a launch instead of two, at a fraction of what a second fit would change.
+    strict = [table[table["score"].fillna(np.inf) >= threshold] for table in lenient]
+    rows = []
+    for row in pooled:
+        if row["kind"] == "packet_steps":
+            # A staircase is confirmed by each launch stepping at its period, not by each finding its own
+            # period from its own noisier curve.
+            shown = sum(_steps_in_launch(grid, levelled[order][:, [launch]], row, threshold * SUPPORT)
+                        for launch in measured)
+        else:
+            shown = sum(any(_same(row, other, index) for other in table.to_dict("records")) for table in lenient)
+        if shown >= int(np.ceil(AGREEING * len(measured))):
+            rows.append({**row, "launches": float(shown), "of_launches": float(len(measured))})
+    # What every launch shows at the full threshold and the pooled curve does not: a switch that goes up in
+    # some launches and down in others (a launch in a slow mode), which pooling averages away.
+    for row in _agreed(strict, grid, len(measured)):
+        if not any(_same(row, kept, index) for kept in rows):
+            rows.append(row)
     modes = find_modes(np.log(_launch_medians(times[order][:, measured])))
     if modes is not None:
         labels = [measured[i] for i in modes.slow]
@@ -159,6 +196,12 @@ def detect_launches(sizes, times, threshold: float = 6.0, counts=None, positions
                      "relative": modes.factor - 1, "launches": float(len(labels)), "of_launches": float(len(measured)),
                      "note": Modes(tuple(labels), modes.factor, modes.replicated).describe()})
     return _table(rows)
+
+
+def _steps_in_launch(grid: np.ndarray, times: np.ndarray, row: dict, bar: float) -> bool:
+    """Whether one launch steps up at the period and header of the pooled finding `row`, to `bar`."""
+    steps = steps_at(reduce_curve(grid, times), int(row["period"]), int(row.get("header", 0) or 0))
+    return steps is not None and steps.confirmed(bar)
 
 
 def _launch_medians(times: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commlens.analysis.anomalies.noise import relative_noise, tail_aware_spread
-from commlens.analysis.anomalies.steps import packet_row, packet_steps, step_height
+from commlens.analysis.anomalies.steps import packet_row, packet_steps, packet_steps_at, step_height
 from commlens.analysis.anomalies.switches import significant_runs, switch_rows
 from commlens.analysis.models import Curve, line_design, packet_counts, predict_segments, runs_design, segment_curve
 
@@ -53,13 +53,25 @@ class StructuralModel:
     dispersion: float
 
 
+def rough_fit(curve: Curve, max_segments: int, min_segment_sizes: int):
+    """A first structural fit with relative weights (no noise level needed for that), and the noise (seconds)
+    at every size it gives: what the packet search and every later test are held against."""
+    x, y = curve.sizes.astype(float), curve.median_s
+    rough = segment_curve(x, y, 1 / y ** 2, max_segments, min_segment_sizes)
+    return rough, relative_noise(curve, predict_segments(x, y, rough.weights, rough.best_bounds)) * y
+
+
+def steps_at(curve: Curve, payload: int, header: int, max_segments: int = 5, min_segment_sizes: int = 3):
+    """The packet steps of `curve` at a payload and header found elsewhere (a launch, checked against
+    the period its launches pooled show); None where the grid holds too few boundaries."""
+    _, sigma = rough_fit(curve, max_segments, min_segment_sizes)
+    return packet_steps_at(curve.sizes.astype(float), curve.median_s, sigma, payload, header)
+
+
 def fit_structural_model(curve: Curve, threshold, max_segments, min_segment_sizes) -> StructuralModel:
     """Packet steps, then segments of the curve with the steps taken out."""
     x, y = curve.sizes.astype(float), curve.median_s
-    # A first structural fit with relative weights (no noise level needed for that) gives
-    # the noise level and a baseline for the packet search.
-    rough = segment_curve(x, y, 1 / y ** 2, max_segments, min_segment_sizes)
-    sigma = relative_noise(curve, predict_segments(x, y, rough.weights, rough.best_bounds)) * y
+    rough, sigma = rough_fit(curve, max_segments, min_segment_sizes)
 
     baselines = [line_design(x)] + ([runs_design(x, rough.best_bounds)] if rough.best > 1 else [])
     steps = packet_steps(x, y, sigma, baselines, threshold)
