@@ -220,3 +220,16 @@ def test_the_bound_on_sizes_is_the_schemas_bound_on_a_list(tmp_path):
     text = VALID.replace("{list: [1, 1Ki, 64Ki]}", "{schedule: small, min: 1, max: 1000, step: 1}")
     assert load_campaign(write(tmp_path, text)).kernel_args("pingpong.send", 0)[:5] == \
         ["pingpong.send", "--schedule", "small", "-m", "1:1000"]
+
+
+def test_a_shipped_campaign_of_fewer_than_three_launches_says_why_in_its_header():
+    """Launch-level intervals need three launches at least: a shipped campaign that runs fewer says why in the
+    comment block above its first key, and what its intervals then are."""
+    import yaml
+
+    for path in sorted((REPO / "config" / "campaigns").glob("*.yaml")):
+        text = path.read_text()
+        launches = yaml.safe_load(text).get("launches", 3)
+        if isinstance(launches, int) and launches < 3:
+            header = text[:text.index("campaign:")]
+            assert "within one launch" in header or "launch-to-launch" in header, path.name

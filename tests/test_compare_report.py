@@ -82,10 +82,12 @@ def test_the_report_opens_with_the_planted_change(reported):
     changes = [(row["change"], row["verdict"]) for row in comparison["changed_ranges"]]
     assert len(changes) == 1, changes                  # pingpong.ssend did not change
     line, verdict = changes[0]
-    assert verdict == "regressed" and line.startswith("pingpong.send 1N2P: 4 KiB–64 KiB") and "slower" in line
+    assert verdict in ("regressed", "slower") and line.startswith("pingpong.send 1N2P: 4 KiB–64 KiB") and "slower" in line
     assert comparison["changed_ranges"][0]["q value"] <= 0.05
-    # Before every other figure, in the page and in figures/.
-    assert page.index("id='what-changed'") < page.index("<h2>Figures</h2>")
+    # The report opens with it: a conclusion that names it and links to the comparison, before any figure.
+    opening = page[page.index("id='conclusions'"):page.index("id='figures'")]
+    assert re.search(r"1N2P pingpong\.send 4 KiB–64 KiB 1\.\d+x slower \(slower", opening), opening[:2000]
+    assert f"href='#compare-{BEFORE}-{AFTER}'" in opening
     assert manifest["figures"][0]["name"] == comparison["figures"][0] == f"compare-{BEFORE}-{AFTER}"
     assert "pingpong.send 1N2P: 4 KiB–64 KiB" in page
     assert "Benjamini-Hochberg false discovery rate at 0.05 over 42 launch-level cells" in page

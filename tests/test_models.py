@@ -70,9 +70,9 @@ def test_hockney_intervals_cover_the_truth_and_resample_launches():
         covered.append(low_bw <= truth.bandwidth_Bps <= high_bw)
         assert low <= fit.latency_s <= high and low_bw <= fit.bandwidth_Bps <= high_bw
         widths.setdefault(fit.resampled, []).append((high - low) / fit.latency_s)
-    # Nominal 95%; a bootstrap over a handful of launches runs a little narrow (see fit_hockney).
-    assert np.mean(covered) >= 0.85, np.mean(covered)
-    assert set(widths) == {"samples", "launches and samples"}
+    # Nominal 95%: a t interval over the launches' own fits, or within one launch a bootstrap of its samples.
+    assert np.mean(covered) >= 0.9, np.mean(covered)
+    assert set(widths) == {"samples", "launches"}
 
 
 def test_hockney_interval_widens_when_launches_disagree():
@@ -220,7 +220,7 @@ def test_regimes_of_a_multi_regime_curve_are_its_true_first_latency_last_bandwid
         firsts = true_first_sizes(curve.sizes, truth)
         switches += (len(firsts), len(fit.switches_bytes), *match_breakpoints(curve.sizes, fit.switches_bytes, firsts))
         for (low, high), at in zip(fit.switch_intervals_bytes, fit.switches_bytes):
-            assert low < high == at
+            assert low < at <= high       # from the profile of the fit's cost; never narrower than the grid
         assert not fit.hockney_fits and fit.beyond_noise > models.MISFIT_FRACTION * fit.n_sizes, (grid_name, truth)
         covered += [fit.latency_interval_s[0] <= truth.latency_s <= fit.latency_interval_s[1],
                     fit.bandwidth_interval_Bps[0] <= last_bandwidth <= fit.bandwidth_interval_Bps[1]]

@@ -123,21 +123,23 @@ def format_interval(value: str, low: str, high: str) -> str:
     return f"{value} [{low}, {high}]" if value and low and high else value
 
 
-def format_launch_interval(value: float, low: float, high: float, launches: int, per_launch, fmt) -> str:
+def format_launch_interval(value: float, low: float, high: float, launches: int, per_launch, fmt,
+                           unit: str = "") -> str:
     """A statistic over launches with its interval, as a reader can use it: '0.35 [0.34, 0.36]'; from one
     launch, '0.35 [0.34, 0.36] within one launch' (launch-to-launch variation unmeasured); where the
     interval spans more than MEANINGLESS_WIDTH (two launches give t one degree of freedom), no interval
     but what the launches read: '0.35; too few launches for an interval: launches read 0.31-0.41'.
     `fmt` formats one number; `per_launch` holds each launch's value."""
+    unit = f" {unit}" if unit else ""
     if not math.isfinite(value):
         return ""
     if launches <= 1:
-        return format_interval(fmt(value), fmt(low), fmt(high)) + " within one launch"
+        return format_interval(fmt(value), fmt(low), fmt(high)) + f"{unit} within one launch"
     if not (math.isfinite(low) and math.isfinite(high) and low > 0 and high / low <= MEANINGLESS_WIDTH):
         read = [float(v) for v in per_launch if math.isfinite(float(v))]
-        return (f"{fmt(value)}; too few launches for an interval: launches read {fmt(min(read))}-{fmt(max(read))}"
-                if read else fmt(value))
-    return format_interval(fmt(value), fmt(low), fmt(high))
+        return (f"{fmt(value)}{unit}; too few launches for an interval: launches read "
+                f"{fmt(min(read))}-{fmt(max(read))}" if read else fmt(value) + unit)
+    return format_interval(fmt(value), fmt(low), fmt(high)) + unit
 
 
 def format_exact_size(size) -> str:

@@ -87,6 +87,11 @@ class ReportData:
         return self.ds.commlens.anomalies()
 
     @cached_property
+    def piecewise(self) -> xr.Dataset:
+        """The piecewise model of every curve: the regimes the figures draw over the medians."""
+        return self.ds.commlens.fit("piecewise")
+
+    @cached_property
     def comparisons(self) -> list:
         """Comparison (or Skipped) of each library-row pair, then of each row against the baseline campaign."""
         return library_row_comparisons(self) + baseline_comparisons(self)

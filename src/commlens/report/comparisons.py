@@ -47,9 +47,9 @@ class Comparison:
         """The method and the false-discovery control, as printed under the table."""
         attrs = self.result.attrs
         return (f"Method: {attrs['method']}. Launches per cell: {describe_launches(self.result)}. "
-                f"Multiple testing: {attrs['multiple_testing']}; a size range is "
-                f"listed where q <= {1 - attrs['confidence']:g} and the change is at least "
-                f"{attrs['min_effect']:.0%}.")
+                f"Multiple testing: {attrs['multiple_testing']}; a size range is listed where the interval its "
+                f"verdict was read off lies wholly above or below 1 (beyond a margin of {attrs['min_effect']:.0%} "
+                f"either way: regressed or improved; within it, or across it: a change whose size is left open).")
 
 
 def comparison_pairs(data: ReportData) -> list[tuple[str, str]]:
@@ -114,13 +114,15 @@ def baseline_comparisons(data: ReportData) -> list:
 
 def changed_ranges_table(comparison: Comparison) -> Table:
     ranges = changed_ranges(comparison.result)
+    from commlens.report.conclusions import verdict_words
+
     frame = pd.DataFrame({"change": [describe_range(row) for _, row in ranges.iterrows()],
-                          "verdict": ranges["verdict"].tolist(), "sizes": ranges["sizes"].tolist(),
-                          "q value": ranges["q_value"].tolist()})
+                          "verdict": [verdict_words(verdict, comparison.asked) for verdict in ranges["verdict"]],
+                          "sizes": ranges["sizes"].tolist(), "q value": ranges["q_value"].tolist()})
     return Table(f"{comparison.name}-ranges", f"{comparison.title}: changed size ranges",
                  "Consecutive measured sizes with the same verdict and one ratio (a run of sizes is split where "
-                 "the ratio moves by more than its interval), with the median ratio's change and interval over "
-                 "the range and the smallest q value.", frame)
+                 "the ratio moves by more than its interval), with the median of the range's ratios and an "
+                 "interval that holds every one of its cells' intervals, and the smallest q value.", frame)
 
 
 def baseline_warnings(dataset, baseline) -> list[str]:

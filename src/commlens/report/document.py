@@ -19,6 +19,7 @@ from commlens.report.html import render_figure_page, render_html
 from commlens.report.pages import figure_pages, interactive_figures, page_file
 from commlens.report.static_copies import StaticDrawing
 from commlens.report.findings import findings_table
+from commlens.report.conclusions import conclusions, report_title
 from commlens.report.glance import at_a_glance
 from commlens.report.tables import all_tables, failed_runs_table, integrity_table, provenance_tables
 
@@ -41,8 +42,9 @@ def write_report(data: ReportData, directory, title: str | None = None) -> dict:
     skipped_everywhere = not_compared + [s for section in comparisons for s in section.skipped] + skipped
     manifest["skipped"] = [{"name": s.name, "title": s.title, "reason": s.reason} for s in skipped_everywhere]
     manifest["integrity_errors"] = int(len(tables[-1].frame))
-    study = data.config.get("report", {}).get("study")
-    title = title or f"commlens report: {study or data.ds.attrs.get('campaign', 'campaign')}"
+    title = title or report_title(data)
+    glance = at_a_glance(data)
+    found = conclusions(data, glance, comparisons)
     static = compared_figures + figures
     pages = figure_pages(figures)
     interactive = interactive_figures(compared_figures + [f for members in pages.values() for f in members])
@@ -52,7 +54,7 @@ def write_report(data: ReportData, directory, title: str | None = None) -> dict:
     with StaticDrawing(static, figures_dir) as drawing:     # beside the HTML's figures, in another process
         # What could not be drawn is listed on the first page, whichever page it would have gone on.
         first = render_html(data.ds, pages[""], skipped, tables, provenance_tables(data.ds), title, comparisons,
-                            not_compared, interactive, drawing.image, more, glance=at_a_glance(data))
+                            not_compared, interactive, drawing.image, more, glance=glance, found=found)
         written = {page_file(page): render_figure_page(title, page, members, interactive, drawing.image)
                    for page, members in pages.items() if page}
         manifest["figures"] = [{"name": figure.name, "title": figure.title, "files": names,

@@ -42,10 +42,12 @@ def library_comparison(data: ReportData) -> list:
     for placement in data.placements:
         rows = data.points[(data.points["kernel"] == kernel) & (data.points["placement"] == placement)]
         if rows["library"].nunique() >= 2:
+            marks = finding_marks(data, rows)
             figures.append(Figure(f"library-comparison-{placement}", f"{kernel}, {placement}: library comparison",
                                   f"Median {kernel} time and bandwidth against size, one curve per library, "
-                                  f"placement {placement}; {BAND}" + data.window_note([kernel]),
-                                  _time_and_bandwidth(rows, "library", f"{kernel} {placement}"), curves=_drawn(rows)))
+                                  f"placement {placement}; {BAND}" + marks_caption(marks) + data.window_note([kernel]),
+                                  _time_and_bandwidth(rows, "library", f"{kernel} {placement}", marks,
+                                                      regime_lines(data, rows, "library")), curves=_drawn(rows)))
     return figures
 
 
@@ -295,7 +297,54 @@ def collective_bounds(data: ReportData) -> list:
     return figures or [Skipped("collective-bounds", title, why)]
 
 
-FINDING_COLOURS = {"packet_steps": "grey", "protocol_switch": "red", "alignment": "purple", "spike": "orange"}
+FINDING_COLOURS = {"packet_steps": "grey", "protocol_switch": "red", "regime_change": "brown", "alignment": "purple",
+                   "spike": "orange"}
+# Findings a figure marks where they are (what changes the curve from there on, or a staircase's first step).
+MARKED = ("protocol_switch", "regime_change", "packet_steps")
+
+
+def finding_marks(data: ReportData, rows: pd.DataFrame) -> list[tuple[float, str]]:
+    """Dashed lines where the findings of the curves in `rows` are, coloured by kind (FINDING_COLOURS)."""
+    curves = set(zip(rows["library"], rows["placement"], rows["kernel"]))
+    found = data.findings[[curve in curves for curve in zip(data.findings["library"], data.findings["placement"],
+                                                             data.findings["kernel"])]] if len(data.findings) else []
+    if not len(found):
+        return []
+    found = found[found["kind"].isin(MARKED)]
+    return sorted({(float(row["size"]), FINDING_COLOURS[row["kind"]]) for _, row in found.iterrows()})
+
+
+def marks_caption(marks) -> str:
+    if not marks:
+        return ""
+    kinds = {colour: kind for kind, colour in FINDING_COLOURS.items()}
+    shown = sorted({kinds[colour].replace("_", " ") + f" ({colour})" for _, colour in marks})
+    return (f" Dashed lines mark the findings where they are ({', '.join(shown)}; the Findings table gives each); "
+            f"dotted, the regimes fitted to each curve (a click on their legend entry hides them).")
+
+
+def regime_lines(data: ReportData, rows: pd.DataFrame, by: str) -> dict:
+    """Per `by` group of `rows` (one curve each), the piecewise model's time at its sizes (microseconds)."""
+    if rows.groupby(by)[["library", "placement", "kernel"]].nunique().max().max() > 1:
+        return {}          # a group of several curves has no one fit
+    lines = {}
+    fits = data.piecewise
+    if "segment_first_size_bytes" not in fits:
+        return {}          # no curve had sizes enough for the model
+    for group, curve in rows.groupby(by, sort=True):
+        first = curve.iloc[0]
+        fit = fits.sel(library=first["library"], placement=first["placement"], kernel=first["kernel"])
+        starts = fit["segment_first_size_bytes"].values
+        latency, bandwidth = fit["segment_latency_s"].values, fit["segment_bandwidth_Bps"].values
+        valid = np.isfinite(starts)
+        if not valid.any():
+            continue
+        sizes = curve["size"].to_numpy(float)
+        which = np.clip(np.searchsorted(starts[valid], sizes, side="right") - 1, 0, valid.sum() - 1)
+        time_s = latency[valid][which] + sizes / bandwidth[valid][which]
+        factor = (curve["bandwidth_MBps"] * curve["time_us"] / curve["size"]).to_numpy()
+        lines[group] = pd.DataFrame({"size": sizes, "time_us": time_s / 1e-6, "bytes_factor": factor})
+    return lines
 
 
 def findings_figure(data: ReportData, library: str, placement: str, kernel: str) -> Figure:
@@ -344,8 +393,11 @@ def every_curve(data: ReportData, drawn: frozenset) -> list:
         else:
             one_kernel = mine["kernel"].nunique() == 1      # then a curve per library, the kernel in the title
             label = f"{mine['kernel'].iloc[0]} {placement}" if one_kernel else placement
-            figures.append(Figure(name, title, caption, _time_and_bandwidth(mine, "library" if one_kernel else "curve",
-                                                                             label), curves=_drawn(mine)))
+            by = "library" if one_kernel else "curve"
+            marks = finding_marks(data, mine)
+            figures.append(Figure(name, title, caption + marks_caption(marks),
+                                  _time_and_bandwidth(mine, by, label, marks, regime_lines(data, mine, by)),
+                                  curves=_drawn(mine)))
     return figures
 
 

@@ -17,6 +17,7 @@ from commlens.report.backends import current_backend
 from commlens.report.comparison_figures import MAX_PANELS
 from commlens.report.comparison_sections import ComparisonSection
 from commlens.report.elements import Figure, Skipped, Table, readable
+from commlens.report.conclusions import Conclusion, verdict_words
 from commlens.report.glance import Glance, dataset_shape
 from commlens.report.methods import methods_html
 
@@ -54,12 +55,31 @@ def _glance_html(glance: Glance | None) -> str:
                      "campaign, with how many of its launches ended how, and why:</p>")
         parts.append(_frame_html(glance.no_data) if not glance.no_data.empty else "")
     else:
-        parts.append("<p class='caption'>Per curve: the median time at its smallest size and its peak bandwidth "
-                     "(the largest of its medians' bandwidths), each with the 95% interval of that median "
+        parts.append("<p class='caption'>Per curve: the median time at its smallest size, and its peak bandwidth "
+                     "(per launch the median of its bandwidths at the three sizes that read fastest, then the "
+                     "median over launches), each with its 95% interval over launches: within one launch where "
+                     "there was one, and in words where too few launches make it span more than a factor of ten "
                      "(Methods, Intervals).</p>" + _frame_html(glance.headline))
     parts += [f"<p>{html.escape(line)}</p>" for line in glance.lines]
     parts += [f"<p class='flag'><b>Read with care</b>: {html.escape(line)}</p>" for line in glance.warnings]
     return "".join(parts)
+
+
+def _conclusions_html(found: list[Conclusion]) -> str:
+    """The report's opening: what it found, a sentence each, each linked to what it rests on."""
+    if not found:
+        return ""
+    items = "".join(f"<li>{html.escape(c.text)} <a class='evidence' href='#{html.escape(c.evidence)}'>evidence</a></li>"
+                    for c in found)
+    return f"<h2 id='conclusions'>Conclusions</h2><ul class='conclusions'>{items}</ul>"
+
+
+def _sanity_html(found: list[Conclusion]) -> str:
+    """The checks the conclusions point to, each as a flag, under one anchor."""
+    checks = [c.text for c in found if c.evidence == "sanity"]
+    if not checks:
+        return ""
+    return "<div id='sanity'>" + "".join(f"<p class='flag'>{html.escape(text)}</p>" for text in checks) + "</div>"
 
 
 def _skipped_html(skipped: list[Skipped]) -> str:
@@ -81,12 +101,18 @@ def _comparisons_html(sections: list[ComparisonSection], skipped: list[Skipped],
     ranges, and the method and false-discovery statement under them."""
     if not sections and not skipped:
         return ""
-    parts = ["<h2 id='what-changed'>What changed</h2><p class='caption'>Each candidate against its baseline, "
-             "cell by cell (kernel, placement, size): the ratio of their times with its interval, and a verdict "
-             "that controls the false discovery rate over all the comparison's cells.</p>"]
+    update = any(section.comparison.asked for section in sections)
+    heading = "What changed" if update else "How they differ"
+    parts = [f"<h2 id='what-changed'>{heading}</h2><p class='caption'>"
+             + ("Each candidate against its baseline (the campaign's `compare:` pairs: an update), "
+                if update else "Each library row against the first (two libraries, not an update), ")
+             + "cell by cell (kernel, placement, size): the ratio of their times with the interval its verdict "
+               "was read off, at the level that controls the false discovery rate over all the comparison's "
+               "cells.</p>"]
     for section in sections:
         comparison = section.comparison
-        counts = ", ".join(f"{n} {verdict}" for verdict, n in comparison.counts.items() if n)
+        counts = ", ".join(f"{n} {verdict_words(verdict, comparison.asked)}"
+                           for verdict, n in comparison.counts.items() if n)
         parts.append(f"<h3 id='{comparison.name}'>{html.escape(comparison.title)}</h3><p class='caption'>"
                      f"Matched: {html.escape(comparison.matched)}. Cells: {html.escape(counts)}.</p>")
         parts += [f"<p class='flag'><b>Measured differently</b>: {html.escape(line)}</p>"
@@ -135,9 +161,12 @@ def figure_divs(figures: list[Figure], interactive: set[str] | None = None,
 def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], tables: list[Table],
                 provenance: list[Table], title: str, comparisons: list[ComparisonSection] = (),
                 comparisons_skipped: list[Skipped] = (), interactive: set[str] | None = None, image=None,
-                pages: list[tuple[str, str, int]] = (), glance: Glance | None = None) -> str:
-    """The report's first page, opening with `glance` (commlens.report.glance). `pages`: (title, file,
-    figures) of the figure pages it links to."""
+                pages: list[tuple[str, str, int]] = (), glance: Glance | None = None,
+                found: list[Conclusion] = ()) -> str:
+    """The report's first page: its conclusions (`found`, commlens.report.conclusions), then the headline
+    numbers (`glance`), the figures, the comparisons and the tables; how it was measured (Methods) and
+    Provenance last, as a technical report's appendix. `pages`: (title, file, figures) of the figure pages
+    it links to."""
     every_figure = [figure for section in comparisons for figure in section.figures] + list(figures)
     resources, script, divs = figure_divs(every_figure, interactive, image)
     sections = [_figure_html(figure, divs[figure.name]) for figure in figures]
@@ -173,16 +202,19 @@ def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], t
 <h1>{html.escape(title)}</h1>
 <p class='caption'>{html.escape(config_description(ds))}
 Report written {datetime.now(timezone.utc).isoformat(timespec="seconds")} from the dataset alone.</p>
-{_glance_html(glance)}
+{_conclusions_html(found)}
 {flags}
-{changed}
-{notes}
-{methods_html(ds)}
-<h2>Figures</h2>
+{_sanity_html(found)}
+{_glance_html(glance)}
+<h2 id='figures'>Figures</h2>
 {"".join(sections) or "<p>No figure could be drawn from this dataset.</p>"}
 {_skipped_html(skipped)}
+{changed}
+{notes}
 <h2>Tables</h2>
 {"".join(_table_html(t) for t in tables)}
+<h2 id='appendix'>Appendix: how it was measured and analysed</h2>
+{methods_html(ds)}
 <h2>Provenance</h2>
 <p class='caption'>The dataset: {html.escape(dataset_shape(ds))}.</p>
 {"".join(_table_html(t) for t in provenance)}

@@ -103,8 +103,12 @@ def _panel(ax, panel) -> None:
         ax.set_ylim(*options["ylim"])
     if options.get("xticks") is not None:
         # Explicit ticks only, as Bokeh's fixed ticker draws them: a log axis's minor ticks are most of
-        # the cost of a panel.
-        ax.set_xticks(list(options["xticks"]))
+        # the cost of a panel. (value, label) pairs keep their labels (sizes as 1 KiB, 1 MiB).
+        ticks = list(options["xticks"])
+        if ticks and isinstance(ticks[0], tuple):
+            ax.set_xticks([value for value, _ in ticks], [label for _, label in ticks])
+        else:
+            ax.set_xticks(ticks)
         ax.xaxis.set_minor_locator(NullLocator())
     fontsize = options.get("fontsize")
     ax.set_title(options.get("title", getattr(panel, "label", "")),

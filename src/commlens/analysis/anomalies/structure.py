@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from commlens.analysis.anomalies.noise import relative_noise, tail_aware_spread
-from commlens.analysis.anomalies.steps import packet_row, packet_steps, packet_steps_at, step_height
+from commlens.analysis.anomalies.steps import packet_row, packet_steps, step_height
 from commlens.analysis.anomalies.switches import significant_runs, switch_rows
+from commlens.analysis.models.packets import packet_steps_at
 from commlens.analysis.models import Curve, line_design, packet_counts, predict_segments, runs_design, segment_curve
 
 

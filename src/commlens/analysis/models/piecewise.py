@@ -9,7 +9,8 @@ import numpy as np
 
 from commlens.analysis.models.curves import Curve, reduce_curve
 from commlens.analysis.models.lines import inverse_slope, relative_residuals
-from commlens.analysis.models.segmentation import Segmentation, predict_segments, segment_curve, segment_lines
+from commlens.analysis.models.segmentation import (Segmentation, breakpoint_intervals, predict_segments, segment_curve,
+                                                   segment_lines)
 
 
 @dataclass(frozen=True)
@@ -29,9 +30,9 @@ class Segment:
 class PiecewiseFit:
     """Alpha-beta lines on consecutive runs of sizes, with jumps allowed between them.
 
-    A breakpoint is the first size of a new segment; its interval runs from the
-    last size of the previous segment to it: the switch happened somewhere in
-    (low, high], and no grid can say more.
+    A breakpoint is the first size of a new segment; its interval (low, high] holds the
+    places the data allow it (segmentation.breakpoint_intervals: profile likelihood, never
+    narrower than the last size of the previous segment to it, which no grid can beat).
     """
 
     segments: tuple[Segment, ...]
@@ -93,8 +94,8 @@ def fit_piecewise_to_curve(curve: Curve, max_segments: int,
     return PiecewiseFit(
         segments=segments,
         breakpoints_bytes=tuple(int(curve.sizes[first]) for first, _ in runs[1:]),
-        breakpoint_intervals_bytes=tuple((int(curve.sizes[first - 1]), int(curve.sizes[first]))
-                                         for first, _ in runs[1:]),
+        breakpoint_intervals_bytes=tuple((int(curve.sizes[low]), int(curve.sizes[high]))
+                                         for low, high in breakpoint_intervals(x, y, seg.weights, runs)),
         bic=tuple(seg.bic[k] for k in sorted(seg.bic)),
         outlier_sizes_bytes=tuple(int(s) for s in curve.sizes[seg.weights == 0]),
         max_rel_residual=max_rel, median_rel_residual=median_rel, n_sizes=int(x.size)), seg

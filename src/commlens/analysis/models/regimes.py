@@ -11,7 +11,7 @@ import numpy as np
 from commlens.analysis.constants import MEDIAN_EFFICIENCY
 from commlens.analysis.models.bootstrap import bootstrap_medians, percentile_interval
 from commlens.analysis.models.curves import Curve, reduce_curve
-from commlens.analysis.models.hockney import HockneyFit, fit_hockney_to_curve
+from commlens.analysis.models.hockney import HockneyFit, fit_hockney_to_curve, t_interval
 from commlens.analysis.models.lines import inverse_slope, weighted_line
 from commlens.analysis.models.piecewise import fit_piecewise_to_curve
 
@@ -50,10 +50,11 @@ class RegimeFit:
     its median, from the spread of its samples and launches): `beyond_noise` sizes are off by more
     than NOISE_Z of them, and `hockney_fits` where at most MISFIT_FRACTION of the sizes are.
 
-    Intervals are percentile bootstrap intervals at `confidence`, resampling launches and samples
-    as fit_hockney does and refitting the first and last segments' lines with the segmentation
-    held as found (NaN with a single value per size: nothing to resample). A switch is at the first
-    size of its regime; its interval says it happened in (low, high], between two measured sizes.
+    Intervals at `confidence`: with several launches, t intervals over the launches' own fits, each
+    launch segmented afresh (where its switches fall varies with it); with one, a percentile bootstrap
+    over its samples with the segmentation held as found (NaN with a single value per size: nothing to
+    resample). A switch is at the first size of its regime; its interval (low, high] holds the places
+    the data allow it (commlens.analysis.models.segmentation.breakpoint_intervals).
     """
 
     latency_s: float
@@ -103,6 +104,24 @@ def _run_lines(x, y, w, run) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+def _launch_regimes(curve: Curve, max_segments: int, min_segment_sizes: int):
+    """Each launch's first regime's latency and last regime's bandwidth, its own segmentation found (so
+    that where the switches fall varies with the launches, as it does); None below two launches with
+    enough sizes."""
+    launches = [launch for launch in range(curve.n_launches)
+                if np.isfinite(curve.launch_median_s[:, launch]).sum() >= max(min_segment_sizes, 3)]
+    if len(launches) < 2:
+        return None
+    latencies, bandwidths = [], []
+    for launch in launches:
+        measured = np.isfinite(curve.launch_median_s[:, launch])
+        own = reduce_curve(curve.sizes[measured], curve.launch_median_s[measured, launch])
+        pieces, _ = fit_piecewise_to_curve(own, max_segments, min_segment_sizes)
+        latencies.append(pieces.segments[0].latency_s)
+        bandwidths.append(pieces.segments[-1].bandwidth_Bps)
+    return np.array(latencies), np.array(bandwidths)
+
+
 def fit_regimes(sizes, times, confidence: float = 0.95, n_boot: int = 400, seed: int = 0,
                 max_segments: int = 5, min_segment_sizes: int = 3, counts=None) -> RegimeFit:
     """Per-regime parameters of one curve and whether a single Hockney line fits it (see RegimeFit)."""
@@ -115,7 +134,12 @@ def fit_regimes(sizes, times, confidence: float = 0.95, n_boot: int = 400, seed:
     beyond = int(np.sum(off > NOISE_Z * noise))
     runs = segmentation.best_bounds
     latency_interval = bandwidth_interval = (np.nan, np.nan)
-    if curve.sample_counts.max() > 1 or curve.n_launches > 1:
+    per_launch = _launch_regimes(curve, max_segments, min_segment_sizes)
+    if per_launch is not None:
+        latencies, bandwidths = per_launch
+        latency_interval = t_interval(latencies, confidence, pieces.segments[0].latency_s)
+        bandwidth_interval = t_interval(bandwidths, confidence, pieces.segments[-1].bandwidth_Bps)
+    elif curve.sample_counts.max() > 1:
         medians = bootstrap_medians(curve, n_boot, np.random.default_rng(seed))
         latency_interval = percentile_interval(_run_lines(x, medians, segmentation.weights, runs[0])[0], confidence)
         low, high = percentile_interval(_run_lines(x, medians, segmentation.weights, runs[-1])[1], confidence)

@@ -209,3 +209,29 @@ def predict_segments(x, y, w, runs) -> np.ndarray:
     for (first, last), (a, b) in zip(runs, segment_lines(x, y, w, runs)):
         fitted[first:last + 1] = a + b * x[first:last + 1]
     return fitted
+
+
+# A breakpoint's interval holds every place its profile cost rises by less than this (chi-square with one
+# degree of freedom, 95%) in units of the fit's residual variance.
+PROFILE_CHI2 = 3.841
+
+
+def breakpoint_intervals(x, y, w, runs) -> list[tuple[int, int]]:
+    """Each breakpoint's interval from the data, as index pairs (the last index before, the first at or
+    after the breakpoint): the places it could move to, its neighbours held, whose two lines' weighted RSS
+    lies within PROFILE_CHI2 residual variances of the best (profile likelihood). Never narrower than the
+    grid's bracket (last size of the segment before, first of the segment after)."""
+    n_params = 2 * len(runs)
+    rss = sum(_run_cost(x, y, w, first, last) for first, last in runs)
+    used = int(np.sum(w > 0))
+    variance = rss / max(used - n_params, 1)
+    out = []
+    for k in range(1, len(runs)):
+        first, last = runs[k - 1][0], runs[k][1]
+        here = runs[k][0]
+        places = range(first + 2, last)       # two sizes at least on either side
+        cost = {place: _run_cost(x, y, w, first, place - 1) + _run_cost(x, y, w, place, last) for place in places}
+        best = min(cost.values()) if cost else 0.0
+        inside = [place for place, value in cost.items() if value - best <= PROFILE_CHI2 * variance] or [here]
+        out.append((min(min(inside), here) - 1, max(max(inside), here)))
+    return out
