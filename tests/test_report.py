@@ -186,7 +186,7 @@ def test_report_renders_in_headless_chromium(tiny):
     page = (tiny / "report.html").read_text()
     assert "<script src=" not in page and "<link rel=\"stylesheet\"" not in page
     assert all(label in page for label in ("mpich-5.0.2", "openmpi-5.0.11", "1N2P", "2N1P", "Provenance",
-                                           "What changed"))
+                                           "How they differ"))
 
 
 @pytest.mark.mpi
@@ -216,17 +216,19 @@ def test_every_point_lies_inside_its_own_band(tiny):
 def test_the_report_opens_at_a_glance(tiny):
     page = (tiny / "report.html").read_text()
     assert "Dataset dims" not in page
-    glance, changed, methods = (page.index(mark) for mark in ("id='at-a-glance'", "id='what-changed'",
-                                                               "id='methods'"))
-    assert page.index("<h1>") < glance < changed < methods
+    conclusions, glance, changed, methods = (page.index(mark) for mark in (
+        "id='conclusions'", "id='at-a-glance'", "id='what-changed'", "id='methods'"))
+    assert page.index("<h1>") < conclusions < glance < changed < methods
     ds = open_campaign(tiny / "tiny.nc")
     summary = ds.commlens.summary().sel(kernel="pingpong.send", size=1)
     for library in LIBRARIES:
         for placement in ("1N2P", "2N1P"):
             cell = summary.sel(library=library, placement=placement)
+            # The median with its interval, or, over too few launches to give one, what the launches read.
             latency = " ".join(format_us(float(v)) for v in (cell["median"], *cell["median_ci"].values))
             number, low, high = latency.split()
-            assert f"<td>{number} [{low}, {high}]</td>" in page[glance:changed], (library, placement)
+            assert (f"<td>{number} [{low}, {high}]</td>" in page[glance:changed]
+                    or f"<td>{number}; too few launches for an interval" in page[glance:changed]), (library, placement)
     measured = ds["sample_count"] > 0
     settled = int(ds["settled"].where(measured, False).sum())
     assert f"{settled} of {int(measured.sum())} points (one size in one launch) met the precision target" in page
