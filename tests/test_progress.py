@@ -4,6 +4,10 @@ collect and the report estimated from their timings on this machine."""
 
 import json
 import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +137,59 @@ def test_raw_files_are_found_in_the_workflow_layout(tmp_path):
     assert other == tmp_path / "results" / "c" / "raw" / "openmpi" / "2N1P" / "coll.bcast" / "launch4.jsonl"
     rule = (REPO / "workflow" / "rules" / "run.smk").read_text()
     assert 'RESULTS / "raw" / "{library}" / "{placement}" / "{kernel}" / "launch{launch}.jsonl"' in rule
+
+
+def test_waiting_for_the_machine_counts_in_the_time_left(tmp_path):
+    """A launch that waited 30 s for the machine lock took 32 s of the campaign: the launches left like it
+    are estimated at that, not at the 2 s it measured for."""
+    raw = tmp_path / "raw"
+    path = write_launch(raw, RUNS[0], 2.0, 1_700_000_000 * 10**9)
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "waited_for_machine_s": 30.0}) + "\n")
+    progress = campaign_progress(RUNS[:3], path)
+    assert progress.left_s == pytest.approx(2 * 32.0)
+
+
+def test_a_dry_run_ends_with_what_the_campaign_would_do(tmp_path, monkeypatch):
+    """`commlens run CAMPAIGN -n`: Snakemake's plan goes to a log (hundreds of lines), the console gets the
+    launches to run, the libraries to build and an estimated time scaled by this machine's launches."""
+    campaign = tmp_path / "dry.yaml"
+    campaign.write_text(TWO_KERNELS)
+    monkeypatch.setenv("COMMLENS_CACHE", str(tmp_path / "cache"))
+
+    def dry_run():
+        return subprocess.run([str(Path(sys.executable).parent / "commlens"), "run", str(campaign), "-n",
+                               "--directory", str(tmp_path)], capture_output=True, text=True,
+                              check=True, cwd=REPO).stdout.splitlines()
+
+    lines = dry_run()
+    assert len(lines) == 3, lines
+    plan = tmp_path / "results" / "dry" / "logs" / "dry-run.log"
+    assert lines[0] == f"campaign dry: 8 launches; Snakemake's plan: {plan}"
+    assert len(plan.read_text().splitlines()) > 50
+    assert lines[1] == "8 of 8 launches to run; 2 libraries to install or build (mpich-5.0.2, openmpi-5.0.11)"
+    first = re.fullmatch(r"about (.+): launches (.+) \(from a 2-core host's timings: none recorded here yet\), "
+                         r"collect and report (.+), about 60 s a library to build; .*", lines[2])
+    assert first, lines[2]
+    launches_s = 4 * (stage_estimate_s("launch", 3) + stage_estimate_s("launch", 30))   # 2 libraries x 2 launches
+    assert first[2] == format_duration(launches_s)
+    # Launches measured here at 3 times the model: the launches' estimate triples.
+    fixed, per_size = STAGE_MODELS["launch"]
+    for _ in range(3):
+        record_stage("launch", 10, 3 * (fixed + per_size * 10))
+    again = re.fullmatch(r"about .+: launches (.+) \(from 3 launches timed on this machine\), .*", dry_run()[2])
+    assert again and again[1] == format_duration(3 * launches_s)
+
+
+TWO_KERNELS = """
+campaign: dry
+libraries:
+  mpich-5.0.2:    {mpi: mpich-5.0.2}
+  openmpi-5.0.11: {mpi: openmpi-5.0.11}
+placements:
+  - {name: 1N2P, nodes: 1, ppn: 2}
+kernels:
+  pingpong.send: {sizes: {list: [1, 8, 1Ki]}}
+  pingpong.isend: {sizes: {schedule: small, min: 1, max: 30, step: 1}}
+launches: 2
+"""

@@ -2,14 +2,16 @@
 import contextlib
 import json
 import sys
+import time
 from pathlib import Path
 
 from commlens.campaign import campaign_from_config
 from commlens.io.atomic import WriteError
 from commlens.launch.locks import LockError
 from commlens.launch.placement import Placement
+from commlens.io.raw import read_raw
 from commlens.launch.run import run_launch
-from commlens.launch.progress import campaign_progress, progress_line
+from commlens.launch.progress import campaign_progress, progress_line, record_stage
 from commlens.launch.supervision import stop_when_told
 
 # Snakemake stops jobs with SIGTERM; a Snakemake killed with SIGKILL tells them nothing. Either way the
@@ -20,6 +22,7 @@ w = snakemake.wildcards
 # The campaign as the workflow has it (validated there, with any --config overrides and its round_seed).
 campaign = campaign_from_config(snakemake.config, "the workflow's config")
 run = (w.library, w.placement, w.kernel, int(w.launch))
+started = time.monotonic()
 with open(snakemake.log[0], "w", buffering=1) as log:   # line by line: a full disk fails a line, not the close
     try:
         record = run_launch(
@@ -41,6 +44,10 @@ with open(snakemake.log[0], "w", buffering=1) as log:   # line by line: a full d
 if record["status"] != "ok":
     print(f"launch {w.library}/{w.placement}/{w.kernel}/{w.launch} {record['status']}: "
           f"{record.get('reason', '')}; see {snakemake.log[0]}")
+else:
+    # For the next campaigns' estimates (commlens.launch.progress): what a launch of so many sizes took here,
+    # the library's start, the machine's wait and the raw file's writing included.
+    record_stage("launch", len(read_raw(snakemake.output.raw).points), time.monotonic() - started)
 # What is left of the campaign; the launches after this one in the rounds wait for it, so any raw file of
 # theirs is a stale one about to be redone.
 order = campaign.in_rounds()

@@ -14,7 +14,9 @@ Ctrl-C sends a plain `snakemake`, which ends the running launches (Snakemake its
 to end) and the workflow cleanly; finished launches are kept and a rerun resumes. The session's first
 process is a small guard (commlens.launch.supervision.guarded_workflow) that does the same when
 `commlens run` is killed outright and can pass nothing on.
-A dry run (-n) and Snakemake's other reports go to the console as they are.
+A dry run (-n) puts Snakemake's plan in results/<campaign>/logs/dry-run.log and prints what it comes to:
+launches done and to run, libraries to build, an estimated time. Snakemake's other reports go to the
+console as they are.
 """
 
 from __future__ import annotations
@@ -36,13 +38,15 @@ from commlens.campaign import load_campaign
 from commlens.cli.bisections import BISECTIONS_FILE, run_bisections
 from commlens.cli.until_decided import LAUNCHES_TARGET, refuse_when_asked_for_rounds, run_until_decided
 from commlens.launch import locks
-from commlens.launch.progress import (NOT_RECORDED_LINE, PROGRESS_LINE, WAITING_LINE, record_stage,
-                                      stage_estimate_s)
+from commlens.campaign.kernels import size_count
+from commlens.launch.progress import (NOT_RECORDED_LINE, PROGRESS_LINE, WAITING_LINE, plan_summary,
+                                      record_stage, stage_estimate_s)
 from commlens.launch.supervision import guarded_workflow
 from commlens.locations import resolve
 from commlens.units import format_duration
 
 # Snakemake's options that print something other than a run: their output is the point.
+DRY_RUN = {"-n", "--dry-run", "--dryrun"}
 AS_IS = {"-n", "--dry-run", "--dryrun", "--unlock", "-S", "--summary", "-D", "--detailed-summary", "--dag",
          "--rulegraph", "--filegraph", "--lint", "-l", "--list-rules", "--lt", "--list-target-rules", "-h",
          "--help", "--version", "-v"}
@@ -87,10 +91,12 @@ def run_campaign(args) -> int:
                                     "campaign in a checkout)")
     # Snakemake's own arguments first: --configfile takes every word after it.
     command = [str(snakemake), "-s", str(snakefile), *args.snakemake_args, "--configfile", args.campaign]
-    if AS_IS & set(args.snakemake_args):
-        return subprocess.call(command)
     workdir = Path(_option(args.snakemake_args, "--directory", "-d") or ".")
     results = workdir / "results" / campaign.name
+    if DRY_RUN & set(args.snakemake_args):
+        return _dry_run(command, campaign, results)
+    if AS_IS & set(args.snakemake_args):
+        return subprocess.call(command)
     if (workdir / "results").is_symlink():
         print(f"{workdir / 'results'} is a link to {(workdir / 'results').resolve()}: the campaign's results go there",
               flush=True)
@@ -127,6 +133,46 @@ def run_campaign(args) -> int:
         print(f"commlens run: {len(failed)} of the campaign's bisections failed (above; their errors are in the "
               f"report too)", file=sys.stderr)
     return code or int(bool(failed))
+
+
+def _dry_run(command: list[str], campaign, results: Path) -> int:
+    """Snakemake's plan into results/<campaign>/logs/dry-run.log (hundreds of lines for a campaign of a
+    few dozen launches), then what it comes to in a few lines (commlens.launch.progress.plan_summary)."""
+    log_path = results / "logs" / "dry-run.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT)
+    if code != 0:
+        print(f"commlens run: Snakemake's dry run stopped with status {code}; its output: {log_path}",
+              file=sys.stderr)
+        return code
+    print(f"campaign {campaign.name}: {campaign.launches_in_words()}; Snakemake's plan: {log_path}")
+    jobs = planned_jobs(log_path.read_text(errors="replace"))
+    if not jobs:
+        print("nothing to run: every launch, the dataset and the report are up to date")
+        return 0
+    to_run = [(job["library"], job["placement"], job["kernel"], int(job["launch"]))
+              for rule, job in jobs if rule == "run_launch"]
+    to_build = sorted({job["mpi"] for rule, job in jobs if rule in STAGE_WORDS})
+    sizes = {name: size_count(spec["sizes"]) for name, spec in campaign.config["kernels"].items()}
+    curves = len({run[:3] for run in campaign.runs()})
+    for line in plan_summary(to_run, campaign.launch_count, to_build, sizes, curves):
+        print(line)
+    return 0
+
+
+def planned_jobs(plan: str) -> list[tuple[str, dict[str, str]]]:
+    """The jobs of Snakemake's printed plan (or run): (rule, its wildcards by name) in the order printed."""
+    jobs: list[tuple[str, dict[str, str]]] = []
+    for line in plan.splitlines():
+        job = JOB.match(line)
+        if job:
+            jobs.append((job["rule"], {}))
+            continue
+        field = JOB_FIELD.match(line)
+        if jobs and field and field["key"] == "wildcards":
+            jobs[-1][1].update(part.split("=", 1) for part in field["value"].split(", ") if "=" in part)
+    return jobs
 
 
 @contextlib.contextmanager

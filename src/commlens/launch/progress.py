@@ -41,9 +41,12 @@ LIKENESS = (lambda run: run[:3], lambda run: run[1:3], lambda run: run[2:3], lam
 # Seconds = fixed + per unit x units, before a stage has been timed on this machine. Measured on a
 # 2-core host (idle / shared with other work): collect 0.6 / 2.2 s for 8 kB of raw files and 2.6 s
 # (shared) for the quick campaign's 17 MB; the report 10.5 s for one curve and 17 s for four (idle).
-STAGE_MODELS = {"collect": (1.0, 5e-8), "report": (8.5, 2.2)}
-STAGE_UNITS = {"collect": "raw bytes", "report": "curves"}
+# A launch (the job: its library's start and the raw file included) 2.5 s for the quick campaign's 23 sizes.
+STAGE_MODELS = {"collect": (1.0, 5e-8), "report": (8.5, 2.2), "launch": (1.5, 0.04)}
+STAGE_UNITS = {"collect": "raw bytes", "report": "curves", "launch": "sizes"}
 STAGE_LOG = "stage-durations.jsonl"
+# An MPI library's kernels built (its wheel installed from the pip cache first): about a minute on 2 cores.
+BUILD_S = 60.0
 # The timings an estimate is scaled by: the latest ones, so that a machine's new speed shows soon.
 RECENT_STAGES = 20
 # The log keeps its latest lines only: past this many, it is cut to half.
@@ -70,13 +73,36 @@ def raw_file_beside(this: Path, run: Run) -> Path:
 
 
 def launch_duration_s(path: Path) -> float | None:
-    """How long a launch took, from its raw file's launch record: 0 for one never started (its
+    """How long a launch took, from its raw file's launch record, the time it waited for the machine
+    included (a busy host's wait is part of what the campaign takes): 0 for one never started (its
     library could not run it), None when the file cannot be read."""
     record = read_launch_record(path)
     if record is None:
         return None
-    duration = record.get("duration_s", 0.0)
-    return float(duration) if isinstance(duration, (int, float)) else None
+    duration, waited = record.get("duration_s", 0.0), record.get("waited_for_machine_s", 0.0)
+    if not isinstance(duration, (int, float)):
+        return None
+    return float(duration) + (float(waited) if isinstance(waited, (int, float)) else 0.0)
+
+
+def plan_summary(to_run: list[Run], launches: int, to_build: list[str], sizes: dict[str, int],
+                 curves: int) -> list[str]:
+    """What a run of the campaign would do, in two lines: the launches it would (re)run of its `launches`, the
+    libraries it would install or build, and about how long that takes by this machine's recorded stage
+    durations (the models above before any). `sizes`: kernel -> sizes a launch of it measures; `curves`: the
+    curves the report draws."""
+    launches_s = sum(stage_estimate_s("launch", sizes.get(run[2], 1)) for run in to_run)
+    after_s = stage_estimate_s("collect", 0) + stage_estimate_s("report", curves)
+    recorded = len(stage_records("launch"))
+    basis = (f"from {recorded} launches timed on this machine" if recorded
+             else "from a 2-core host's timings: none recorded here yet")
+    builds = (f"{len(to_build)} libraries to install or build ({', '.join(to_build)})" if to_build
+              else "no library to build")
+    return [f"{len(to_run)} of {launches} launches to run; {builds}",
+            f"about {format_duration(launches_s + after_s + BUILD_S * len(to_build))}: launches "
+            f"{format_duration(launches_s)} ({basis}), collect and report {format_duration(after_s)}"
+            + (f", about {format_duration(BUILD_S)} a library to build" if to_build else "")
+            + "; a busy host takes longer (launches run to their time caps and wait for the machine)"]
 
 
 def campaign_progress(runs: Iterable[Run], finished: Path, not_yet: Iterable[Run] = ()) -> Progress:
@@ -148,7 +174,7 @@ def _stage_log(path=None) -> Path:
 
 
 def record_stage(stage: str, units: float, seconds: float, path=None) -> None:
-    """Keeps how long `stage` (collect, report) took for `units` (STAGE_UNITS) on this machine; a
+    """Keeps how long `stage` (collect, report, launch) took for `units` (STAGE_UNITS) on this machine; a
     cache that cannot be written only costs the estimates their calibration."""
     if stage not in STAGE_MODELS:
         raise ValueError(f"stage {stage!r}: allowed values: {', '.join(STAGE_MODELS)}")
