@@ -35,7 +35,9 @@ Per shape and number of rounds (2, 3, 5):
   or faster: above or below 1, not beyond the margin; unchanged: inside the margin around 1;
   inconclusive: holding 1 and reaching past the margin). It must be 0.
 
-Then the launches-until-decided rule against a fixed design of the same maximum.
+Then the launches-until-decided rule against a fixed design of the same maximum, and history's change
+points over reruns that each shift every curve by 3% (before the rerun variance was estimated, every such
+history of 2-5 reruns reported a change).
 Run: .venv/bin/python benchmarks/compare_validation.py [--repeats N] [--planted-repeats N] [--quick]
 """
 
@@ -48,6 +50,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats as scipy_stats
 
+from commlens.analysis import changepoints
 from commlens.analysis.sequential import after_round
 from commlens.data import synthetic as syn
 
@@ -224,6 +227,33 @@ def adaptive(repeats: int, aa_repeats: int, budget: int = 8, min_rounds: int = 3
         print(f"  {effect:>6.0%} {shown} {np.mean(used):>11.2f} {rate(calls, n) if not effect else '-':>21}")
 
 
+def histories(repeats: int) -> None:
+    """History (commlens.analysis.changepoints): ten curves of 20 sizes, 3 launches a rerun with 1% launch
+    noise, and each rerun shifting each curve by 3% (a reboot, a firmware update): the share of histories
+    without a change that report one, and the share of a curve's cells in which a step at the last rerun
+    is found."""
+    print(f"History: {repeats} histories per row; 10 curves x 20 sizes, 3 launches (1% noise) a rerun, 3% "
+          "between reruns")
+    print(f"  {'reruns':>6} {'no change: any change':>23} {'step 1.2x found':>15} {'step 1.5x found':>15}")
+    for reruns in (2, 3, 5, 8):
+        called, found = 0, {1.2: [], 1.5: []}
+        for seed in range(repeats):
+            rng = np.random.default_rng(seed)
+            curve = np.repeat(np.arange(10), 20)
+            location = 0.03 * rng.standard_normal((10, reruns))[curve]
+            launches = location[..., None] + 0.01 * rng.standard_normal((curve.size, reruns, 3))
+            values, var = launches.mean(-1), launches.var(-1, ddof=1)
+            count = np.full(values.shape, 3.0)
+            fit = changepoints.segment(values, changepoints.noise_scale(values, var, count, curve))
+            called += bool(fit.change.any())
+            for factor in found:
+                stepped = values.copy()
+                stepped[curve == 0, -1] += np.log(factor)
+                fit = changepoints.segment(stepped, changepoints.noise_scale(stepped, var, count, curve))
+                found[factor].append(fit.change[curve == 0, -1].mean())
+        print(f"  {reruns:>6} {rate(called, repeats):>23} {np.mean(found[1.2]):>15.0%} {np.mean(found[1.5]):>15.0%}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=200, help="campaigns without a change per row")
@@ -231,6 +261,7 @@ def main() -> None:
     parser.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated shapes to run")
     parser.add_argument("--rounds", default="2,3,5", help="comma-separated rounds to run")
     parser.add_argument("--no-adaptive", action="store_true", help="skip launches until decided")
+    parser.add_argument("--history-repeats", type=int, default=100, help="histories per number of reruns")
     args = parser.parse_args()
     global ROUNDS
     ROUNDS = tuple(int(r) for r in args.rounds.split(","))
@@ -238,6 +269,7 @@ def main() -> None:
     fixed_designs(args.repeats, args.planted_repeats, {name: SHAPES[name] for name in args.shapes.split(",")})
     if not args.no_adaptive:
         adaptive(args.planted_repeats, args.repeats)
+    histories(args.history_repeats)
     print(f"({time.perf_counter() - start:.0f} s)")
 
 

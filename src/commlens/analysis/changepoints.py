@@ -16,10 +16,13 @@ Noise scale of a rerun's location (log units), per cell:
 
 - from the launches: the launch-to-launch variance of log launch medians, pooled over the cell's
   reruns that have several launches, divided by the rerun's launch count;
+- plus what a rerun adds beyond its launches, shared by every cell (rerun_variance): estimated from the
+  second rerun on over all curves at once, robustly (a median), since reruns days apart differ by more
+  than launches minutes apart (reboots, firmware, neighbours); without it, 3% rerun-to-rerun noise made
+  every history of 2-5 reruns of ten curves report a change;
 - floored by the series itself: the robust standard deviation of successive differences
   (1.4826 MAD / sqrt 2, which one or two level shifts hardly move), once there are MIN_DIFFERENCES
-  of them: reruns days apart vary by more than launches minutes apart (reboots, firmware,
-  neighbours), and only the series sees that;
+  of them: a cell's own series sees what the shared estimate averages over;
 - and by RESOLUTION, so that identical launches do not make any difference infinitely significant.
 
 Both estimates pool a few neighbouring sizes of the same curve when the caller says which cells
@@ -48,6 +51,8 @@ NEIGHBOURS = 2
 # Degrees of freedom a MAD over k successive differences is worth, per difference: 0.37 for
 # independent values (a MAD's efficiency), 0.30 measured for successive differences, which overlap.
 MAD_EFFICIENCY = 0.30
+# The median of a chi-square variable with one degree of freedom.
+CHI2_1_MEDIAN = 0.454936423119572
 # Cells segmented together: bounds the (cells x reruns) temporaries of the dynamic programme.
 CHUNK_CELLS = 4096
 
@@ -107,12 +112,71 @@ def noise_scale(log_location: np.ndarray, launch_var: np.ndarray, launches: np.n
         pooled = launch_squares / launch_dof
         from_launches = np.sqrt(pooled[:, None] / np.where(launches > 0, launches, np.nan))
     floor, floor_count = _series_floor(y, curve, reach)
-    # Where the launches give a scale, the floor can only make the cell's test more cautious, so
-    # the launches' degrees of freedom stand; where they give none, the floor's.
-    dof = np.where(launch_dof > 0, launch_dof, MAD_EFFICIENCY * floor_count)
-    scale = np.fmax(from_launches, floor[:, None])
+    # Reruns days apart differ by more than launches minutes apart, and a cell's own series shows it only
+    # after MIN_DIFFERENCES reruns; every curve's cells show it from the second rerun on.
+    with_launches = np.isfinite(from_launches)
+    rerun_var, rerun_dof = rerun_variance(y, np.where(with_launches, from_launches ** 2, np.nan), curve)
+    # Cells without a launch spread (one launch a rerun): the whole rerun-to-rerun spread, from their like.
+    alone_var, alone_dof = rerun_variance(np.where(with_launches, np.nan, y), np.zeros_like(y), curve)
+    launch_part = np.where(with_launches, from_launches ** 2, 0.0)
+    extra = np.where(with_launches, rerun_var, alone_var)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        combined = np.sqrt(launch_part + np.nan_to_num(extra))
+        combined = np.where(with_launches | (np.isfinite(y) & (alone_dof > 0)), combined, np.nan)
+        # Welch-Satterthwaite: the degrees of freedom of a sum of two variance estimates.
+        launch_sum = np.where(with_launches, launch_part, 0.0).sum(axis=1)
+        mean_launch = launch_sum / with_launches.sum(axis=1)
+        launch_dof_part = np.where(mean_launch > 0, mean_launch ** 2 / np.fmax(launch_dof, 1e-12), 0.0)
+        rerun_dof_part = rerun_var ** 2 / rerun_dof if rerun_dof > 0 else 0.0
+        summed = np.where(np.isfinite(mean_launch), mean_launch, 0.0) + rerun_var
+        with_rerun_dof = np.where(launch_dof > 0, summed ** 2 / (launch_dof_part + rerun_dof_part), 0.0)
+    with_rerun_dof = np.where(rerun_var > 0, with_rerun_dof, launch_dof)
+    combined_dof = np.where(launch_dof > 0, with_rerun_dof, alone_dof)
+    # Where the launches (and the reruns of every curve) give a scale, the floor can only make the cell's
+    # test more cautious, so their degrees of freedom stand; where they give none, the floor's.
+    dof = np.where(combined_dof > 0, combined_dof, MAD_EFFICIENCY * floor_count)
+    scale = np.fmax(combined, floor[:, None])
     scale = np.where(np.isfinite(scale), np.fmax(scale, RESOLUTION), np.nan)
     return NoiseScale(scale=scale, dof=np.where(np.isfinite(scale).any(axis=1), dof, 0.0))
+
+
+def rerun_variance(y: np.ndarray, launch_var: np.ndarray, curve: np.ndarray) -> tuple[float, float]:
+    """The variance (log units) that a rerun adds to a location beyond its launches' noise, shared by every
+    cell, and its degrees of freedom; (0, 0) without two reruns of any cell.
+
+    Between successive measured reruns of a cell, d = y_r - y_prev has variance 2 tau^2 + v_r + v_prev (v:
+    `launch_var`, the launch part of each location's variance). tau^2 solves median(d^2 / (2 tau^2 + v_r +
+    v_prev)) = the chi-square(1) median: a median, so a real change in a minority of curves hardly moves it.
+    The cells of a curve share a rerun's shift (a reboot moves the whole curve), so the degrees of freedom
+    count the curves' differences, not the cells'."""
+    observed = np.isfinite(y)
+    previous = _previous_observed(observed)
+    rows = np.arange(y.shape[0])[:, None]
+    pair = observed & (previous >= 0)
+    before = np.maximum(previous, 0)
+    squared = np.where(pair, (y - y[rows, before]) ** 2, np.nan)
+    launch_part = np.where(pair, launch_var + launch_var[rows, before], np.nan)
+    usable = np.isfinite(squared) & np.isfinite(launch_part)
+    if not usable.any():
+        return 0.0, 0.0
+    d2, a = squared[usable], launch_part[usable]
+    units = len({(c, r) for c, r in zip(np.broadcast_to(np.asarray(curve)[:, None], y.shape)[usable],
+                                         np.broadcast_to(np.arange(y.shape[1]), y.shape)[usable])})
+    dof = MAD_EFFICIENCY * units
+
+    def excess(tau2):
+        total = a + 2 * tau2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(total > 0, d2 / total, np.where(d2 > 0, np.inf, 0.0))
+        return np.median(ratio) - CHI2_1_MEDIAN
+
+    if excess(0.0) <= 0:
+        return 0.0, dof
+    low, high = 0.0, float(np.median(d2)) / (2 * CHI2_1_MEDIAN) + 1e-12
+    for _ in range(60):              # bisection: excess falls as tau^2 grows
+        middle = (low + high) / 2
+        low, high = (middle, high) if excess(middle) > 0 else (low, middle)
+    return (low + high) / 2, dof
 
 
 def _window_sum(values: np.ndarray, curve: np.ndarray, reach: int) -> np.ndarray:
