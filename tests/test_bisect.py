@@ -153,6 +153,34 @@ def test_a_candidate_that_cannot_be_built_is_reported_from_a_real_step(workspace
     assert json.loads((tmp_path / "bisect" / "mpich-5.0.2-to-mpich-5.0.3" / "bisect.json").read_text()) == record
 
 
+@pytest.mark.mpi
+def test_an_undecided_step_is_measured_again_with_more_launches_paired_by_round(workspace, built, tmp_path,
+                                                                                capsys):
+    """A candidate that is the baseline's own library under another name shows no change: its step is
+    undecided at 1 launch a side, measured again at 2 (the budget here), its first launches kept, the rows
+    compared paired by round, and then bisect says there is nothing to bisect."""
+    from conftest import LIBRARIES
+
+    prefix = workspace / "build" / "envs" / "mpich-5.0.2" / "venv"
+    write_spec(tmp_path, "mpich-5.0.3", f"prefix: {prefix}\nfamily: mpich\n")
+    snakemake = f"--config build_dir={workspace / 'build'} strict_build={','.join(LIBRARIES)}"
+    code = main(["bisect", "mpich-5.0.2", "mpich-5.0.3", "--kernel", "pingpong.send", "--placement", "1N2P",
+                 "--sizes", "8,64", "--launches", "1", "--max-launches", "2", "--directory", str(tmp_path),
+                 "--snakemake", snakemake, "--json"])
+    out = capsys.readouterr()
+    record = json.loads(out.out)
+    assert code == 1 and record["max_launches"] == 2
+    [step] = record["steps"]
+    assert step["launches"] == 2 and step["outcome"] == UNDECIDED
+    assert "[bisect] step 1: mpich-5.0.3: undecided at 1 launches a side; measuring again with 2" in out.err
+    assert "paired t test by round" in step["method"]
+    assert record["summary"].startswith("mpich-5.0.3 shows no change against mpich-5.0.2")
+    raw = tmp_path / "results" / "bisect-mpich-5.0.3-vs-mpich-5.0.2" / "raw" / "mpich-5.0.2" / "1N2P"
+    first, second = (json.loads((raw / "pingpong.send" / f"launch{i}.jsonl").read_text().splitlines()[0])
+                     for i in (0, 1))
+    assert first["started"] < second["started"]       # the first launch kept, the second added after it
+
+
 # ----------------------------------------------------------------------------- options checked as they are read
 
 @pytest.mark.parametrize("option, value, problem", [

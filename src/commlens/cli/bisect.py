@@ -68,16 +68,25 @@ def bisect(args) -> int:
         say(f"step {len(steps) + 1}: {release['name']} against {args.baseline}"
             + (f", beside {args.candidate}" if index < len(releases) - 1 else ""))
         started = time.monotonic()
-        with contextlib.redirect_stdout(progress):
-            rows = [releases[0], release] + ([releases[-1]] if release is not releases[-1] else [])
-            step = run_step(args, directory, folder, rows, cells)
-        step.update(step=len(steps) + 1, wall_s=round(time.monotonic() - started, 1))
-        if index == len(releases) - 1:
-            reference = confirm(step)
-            if reference:
-                cells = [c for c in cells if _key(c) in reference]
-        else:
-            judge(step, reference)
+        rows = [releases[0], release] + ([releases[-1]] if release is not releases[-1] else [])
+        launches = args.launches
+        while True:
+            with contextlib.redirect_stdout(progress):
+                step = run_step(args, directory, folder, rows, cells, launches)
+            step.update(step=len(steps) + 1, wall_s=round(time.monotonic() - started, 1))
+            if index == len(releases) - 1:
+                reference = confirm(step)
+                if reference:
+                    cells = [c for c in cells if _key(c) in reference]
+            else:
+                judge(step, reference)
+            more = more_launches(launches, args.max_launches)
+            if step["outcome"] != UNDECIDED or more is None:
+                break
+            # The launches so far are kept (the step's campaign only grows): the next look adds rounds.
+            say(f"step {step['step']}: {release['name']}: undecided at {launches} launches a side; "
+                f"measuring again with {more}")
+            launches = more
         outcomes[index] = step["outcome"]
         steps.append(step)
         say(f"step {step['step']}: {release['name']}: {step['outcome']}"
@@ -86,7 +95,8 @@ def bisect(args) -> int:
     record = {"baseline": args.baseline, "candidate": args.candidate, "family": family,
               "releases": [r["name"] for r in releases], "left_out": left_out,
               "cells": [describe_cell(c) for c in cells], "min_effect": args.min_effect,
-              "confidence": args.confidence, "launches": args.launches, "steps": steps,
+              "confidence": args.confidence, "launches": args.launches,
+              "max_launches": args.max_launches, "steps": steps,
               "conclusion": {**asdict(conclusion), "first": _name(releases, conclusion.first),
                              "suspects": [releases[i]["name"] for i in conclusion.suspects],
                              "last_without": releases[conclusion.last_without]["name"]},
@@ -198,9 +208,15 @@ def family_releases(baseline: str, candidate: str, directory: Path) -> tuple[lis
     return [ends[0], *between, ends[1]], left_out
 
 
-def step_campaign(args, rows: list[dict], cells: list[dict]) -> dict:
+def more_launches(launches: int, budget: int) -> int | None:
+    """The launches a side an undecided step is measured again with: twice as many, at most `budget`; None
+    once the budget is spent."""
+    return min(2 * launches, budget) if launches < budget else None
+
+
+def step_campaign(args, rows: list[dict], cells: list[dict], launches: int) -> dict:
     """The campaign of one step: the watched cells only, for `rows` (the baseline, the release and,
-    after the first step, the candidate)."""
+    after the first step, the candidate), `launches` of each in rounds: the rounds pair the rows."""
     placements = []
     for name in dict.fromkeys(c["placement"] for c in cells):
         shape = shape_from_placement_name(name)
@@ -217,10 +233,10 @@ def step_campaign(args, rows: list[dict], cells: list[dict]) -> dict:
             "libraries": {row["name"]: {"mpi": row["name"]} for row in rows},
             "placements": placements,
             "kernels": {k: {"sizes": {"list": sorted(sizes)}} for k, sizes in kernels.items()},
-            "launches": args.launches, "precision": dict(STEP_PRECISION), "timeout": STEP_TIMEOUT_S}
+            "launches": launches, "precision": dict(STEP_PRECISION), "timeout": STEP_TIMEOUT_S}
 
 
-def run_step(args, directory: Path, folder: Path, rows: list[dict], cells: list[dict]) -> dict:
+def run_step(args, directory: Path, folder: Path, rows: list[dict], cells: list[dict], launches: int) -> dict:
     """Runs one step's campaign through the workflow and reads its comparisons: a dict with the
     release (rows[1]), its outcome (failed, with the reason, where it gave no comparison) and one entry
     per cell; where the candidate is measured too (rows[2]), each cell's `reference_ratio` is its
@@ -229,10 +245,11 @@ def run_step(args, directory: Path, folder: Path, rows: list[dict], cells: list[
     from commlens.cli.run import run_campaign
 
     baseline, release = rows[0], rows[1]
-    campaign = step_campaign(args, rows, cells)
+    campaign = step_campaign(args, rows, cells, launches)
     path = folder / f"{campaign['campaign']}.yaml"
     path.write_text(yaml.safe_dump(campaign, sort_keys=False))
-    step = {"release": release["name"], "version": release["version"], "campaign": str(path), "cells": []}
+    step = {"release": release["name"], "version": release["version"], "campaign": str(path),
+            "launches": launches, "cells": []}
     target = Path("results") / campaign["campaign"] / f"{campaign['campaign']}.nc"   # the dataset, not the report
     # The target first: a --config among the user's arguments takes every word after it.
     code = run_campaign(Namespace(campaign=str(path), snakemake_args=[
@@ -271,10 +288,13 @@ def run_step(args, directory: Path, folder: Path, rows: list[dict], cells: list[
 
 
 def _compared(args, ds, baseline: dict, row: dict):
-    from commlens.analysis.compare import across
+    """The release's row against the baseline's in the step's dataset, paired by round: the two ran
+    launch by launch in the same rounds, so load that slows a round slows both."""
+    from commlens.analysis.compare import within
 
-    return across(ds.sel(library=[baseline["name"]]), ds.sel(library=[row["name"]]),
-                  min_effect=args.min_effect, confidence=args.confidence)
+    rows = ds.sel(library=[baseline["name"], row["name"]])
+    return within(rows, baseline["name"], row["name"], dim="library", min_effect=args.min_effect,
+                  confidence=args.confidence).expand_dims(library=[row["name"]])
 
 
 def _cell(result, row: dict, cell: dict) -> dict:
@@ -338,18 +358,21 @@ def summarise(conclusion, releases: list[dict], candidate_step: dict) -> str:
 def print_table(record: dict) -> None:
     many = len(record["cells"]) > 1
     print(f"bisect {record['baseline']} -> {record['candidate']}: {record['launches']} launches a side per step, "
-          f"changes below {record['min_effect']:.0%} not reported, {record['confidence']:.0%} intervals")
+          f"an undecided step measured again with twice as many up to {record['max_launches']}; rows compared "
+          f"paired by round; changes below {record['min_effect']:.0%} not reported, {record['confidence']:.0%} "
+          "intervals")
     if not many:
         print(f"cell: {record['cells'][0] if record['cells'] else 'none left to watch'}")
     print(f"ratio: the release's time / the baseline's; candidate's: {record['candidate']}'s / the baseline's in "
           "the same step (the change the release is held to)")
-    header = ["step", "release", *(["cell"] if many else []), "verdict", "ratio", "interval", "candidate's",
-              "outcome", "wall"]
+    header = ["step", "release", "launches", *(["cell"] if many else []), "verdict", "ratio", "interval",
+              "candidate's", "outcome", "wall"]
     rows = []
     for step in record["steps"]:
         for i, cell in enumerate(step["cells"] or [{}]):
             first = i == 0
             rows.append([str(step["step"]) if first else "", step["release"] if first else "",
+                         str(step.get("launches", record["launches"])) if first else "",
                          *([describe_cell(cell) if cell else ""] if many else []),
                          cell.get("verdict", ""), _number(cell.get("ratio")),
                          f"[{_number(cell.get('ratio_low'))}, {_number(cell.get('ratio_high'))}]" if cell else "",

@@ -15,6 +15,7 @@ from argparse import Namespace
 from pathlib import Path
 
 from commlens.campaign import Campaign
+from commlens.cli.parser import STEP_MAX_LAUNCHES
 from commlens.io.atomic import write_text
 
 # Where a campaign keeps what its bisections found (results/<campaign>/<this>).
@@ -29,7 +30,8 @@ def run_bisections(campaign: Campaign, workdir: Path, snakemake_args: list[str])
     for entry in campaign.config["bisect"]:
         args = Namespace(baseline=entry["baseline"], candidate=entry["candidate"], kernel=entry["kernel"],
                          placement=[entry["placement"]], sizes=",".join(str(s) for s in entry["sizes"]),
-                         cells=None, launches=entry["launches"], min_effect=0.05, confidence=0.95,
+                         cells=None, launches=entry["launches"],
+                         max_launches=max(entry["launches"], STEP_MAX_LAUNCHES), min_effect=0.05, confidence=0.95,
                          directory=str(workdir), json=False, snakemake=shlex.join(_step_arguments(snakemake_args)))
         folder = bisection_folder(workdir.resolve(), entry["baseline"], entry["candidate"])
         print(f"[bisect] {entry['baseline']} -> {entry['candidate']}, watching {entry['kernel']} "

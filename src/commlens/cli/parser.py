@@ -13,6 +13,9 @@ from commlens import __version__
 # A bisection step is a campaign whose `launches:` is --launches: 1 to 1000, as the campaign schema
 # (workflow/schemas/campaign.schema.yaml) allows.
 STEP_LAUNCHES = (1, 1000)
+# The launches a side an undecided bisection step grows to before it is left undecided: the maximum of a
+# campaign's launches until decided (3 to 8 rounds).
+STEP_MAX_LAUNCHES = 8
 MIN_EFFECT_MEANING = "the smallest relative change, 0.05 for 5%"
 CONFIDENCE_MEANING = "the intervals' level, 0.95 for 95%"
 
@@ -130,6 +133,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
                                                          "--output wrote (.csv or .json) instead")
     bisect.add_argument("--launches", type=whole_number(*STEP_LAUNCHES), default=3,
                         help=f"launches a side per step, {STEP_LAUNCHES[0]} to {STEP_LAUNCHES[1]} (default 3)")
+    bisect.add_argument("--max-launches", type=whole_number(*STEP_LAUNCHES), default=STEP_MAX_LAUNCHES,
+                        help="launches a side an undecided step may grow to, measured again with twice as many "
+                             f"each time (default {STEP_MAX_LAUNCHES})")
     bisect.add_argument("--min-effect", type=fraction(MIN_EFFECT_MEANING), default=0.05,
                         help="smallest relative change compare reports, between 0 and 1 (default 0.05)")
     bisect.add_argument("--confidence", type=fraction(CONFIDENCE_MEANING), default=0.95,
