@@ -317,12 +317,12 @@ def test_the_report_notebook_shows_the_section(tiny):
 
 
 @pytest.mark.mpi
-def test_the_campaigns_report_has_the_section_before_its_figures(tiny):
+def test_the_campaigns_report_has_the_section_as_an_appendix_after_its_figures(tiny):
     page = (tiny / "report.html").read_text()
     ds = open_campaign(tiny / "tiny.nc")
-    start, figures = page.index("<h2 id='methods'>Methods</h2>"), page.index("<h2>Figures</h2>")
-    assert start < figures
-    assert f"before sampling): {nanoseconds(float(ds.attrs['timer_resolution_s']))}" in page[start:figures]
+    figures, start = page.index("<h2 id='figures'>Figures</h2>"), page.index("<h2 id='methods'>Methods</h2>")
+    assert figures < start
+    assert f"before sampling): {nanoseconds(float(ds.attrs['timer_resolution_s']))}" in page[start:]
 
 
 @pytest.mark.mpi
@@ -393,3 +393,33 @@ def test_the_timing_mode_is_stated_as_the_launches_recorded_it(workspace, built,
     assert "every timed iteration is its own sample" in osu and "calibrated batches" not in osu
     for text in (precision, osu):        # what OSU's two timer calls per iteration cost, as measured here
         assert "timer's cost" in text and "an empty timed region took" in text.split("Timing mode:")[1].split("\n")[0]
+
+
+# Settings Methods states in more than one place, and how each statement reads: one value per setting
+# (per kernel where the setting is a kernel's), and "not recorded" never beside a recorded value.
+STATEMENTS = {
+    "warm-up": (r"(\d+|not recorded) warm-up", r"warm-up iterations[^.:;]*: (\d+|not recorded)"),
+    "launches per cell": (r"holds (\d+) launches per cell", r"every library, placement and kernel: (\d+)"),
+    "stopping target": (r"at most (\d[\d.]*) \(", r"relative standard error[^.]*?(\d[\d.]*%)"),
+}
+
+
+def stated_values(text: str) -> dict[str, set[str]]:
+    """What Methods says of each setting of STATEMENTS, wherever it says it (what it says OSU does left out)."""
+    import re
+
+    text = re.sub(r"OSU's [^.]*\.", "", text)
+    return {setting: {match for pattern in patterns for match in re.findall(pattern, text, flags=re.IGNORECASE)}
+            for setting, patterns in STATEMENTS.items()}
+
+
+@pytest.mark.mpi
+def test_methods_never_says_two_things_of_one_setting(tiny):
+    """Read as a reader would: every setting stated twice is stated alike (the warm-up was once "not
+    recorded" in one paragraph and "10 warm-up iterations" in the next)."""
+    for ds in (open_campaign(tiny / "tiny.nc"), synthetic()):
+        stated = stated_values(methods_markdown(ds))
+        for setting, values in stated.items():
+            assert len(values) <= 1, f"{setting}: {sorted(values)}"
+    stated = stated_values(methods_markdown(open_campaign(tiny / "tiny.nc")))
+    assert stated["warm-up"] and stated["launches per cell"] == {"2"}, stated

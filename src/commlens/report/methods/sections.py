@@ -73,7 +73,6 @@ def _harness_note(facts: _Facts) -> str:
 def _kernels(facts: _Facts) -> Section:
     ds = facts.ds
     iterations = ds["iters_per_sample"].where(facts.measured) if "iters_per_sample" in ds else []
-    warmup = {k: facts.option(k, "warmup") for k in facts.kernels}
     paragraphs = [
         _harness_note(facts),
         "One sample is the time rank 0 measured for a batch of iterations that all ranks started together "
@@ -81,8 +80,8 @@ def _kernels(facts: _Facts) -> Section:
         "holds (the messages of a window, for example); a kernel that times itself (its metric says how) gives "
         "its own time per unit instead. The iterations per sample were calibrated per point, before sampling, "
         "until two batches in a row lasted at least the minimum sample time (see Timer). Iterations per "
-        f"sample here: {_span(np.ravel(iterations), lambda v: f'{v:.0f}')}. "
-        f"Warm-up iterations before each size: {_grouped(warmup)}.",
+        f"sample here: {_span(np.ravel(iterations), lambda v: f'{v:.0f}')} (the warm-up before each size: "
+        "see Timing mode, as the launches recorded it).",
         "Each kernel's metric, as the harness recorded it (what one sample's time means), and the sizes "
         "measured (bytes; MiB = 2^20 B):",
     ]
