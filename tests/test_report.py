@@ -245,7 +245,11 @@ def test_a_one_curve_campaign_draws_its_latency_and_bandwidth(tiny, tmp_path):
     page = (tmp_path / "report.html").read_text()
     assert "No figure could be drawn" not in page and "<li class='skipped'>" not in page
     assert page.count("<p class='skipped'>") == 1
-    assert f"<b>Not drawn</b>, for lack of what they need ({len(manifest['skipped'])}):" in page
+    # Said once, after the appendix: what the campaign did not measure is no finding of the report.
+    assert f"where a campaign measures what they need ({len(manifest['skipped'])}):" in page
+    assert page.index("<h3 id='not-drawn'>") > page.index("<h2 id='appendix'>")
+    # Every table scrolls within the page where it is wider than the page (it was cut off at 1,400 px).
+    assert page.count("<table") == page.count("<div class='table'><table")
     with browser() as driver:
         driver.get((tmp_path / "report.html").resolve().as_uri())
         lines = None

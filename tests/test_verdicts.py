@@ -8,7 +8,7 @@ from commlens import cli
 from commlens.analysis.compare import CALLS, coverage_level, verdicts_from_intervals
 from commlens.analysis.modes import find_modes
 from commlens.data import synthetic as syn
-from commlens.units import format_change, format_launch_interval, format_number
+from commlens.units import format_change, format_launch_interval, format_measured
 
 KERNELS = ("pingpong.send", "stream.uni", "collectives.bcast")
 GRID = syn.powers_of_two(1, 256 * 1024)
@@ -85,11 +85,21 @@ def test_launches_in_two_modes_are_said():
     assert found.factor == pytest.approx(2.0, rel=0.03)
 
 
+def test_numbers_show_the_digits_their_interval_allows():
+    """Two digits of the uncertainty: a value known to +-40% is not printed to four figures."""
+    assert format_measured(0.9525, 0.6221, 1.458) == "0.95 [0.62, 1.5]"
+    assert format_measured(12930.0, 12585.0, 13284.0) == "12930 [12580, 13280]"
+    assert format_measured(12930.0, 9000.0, 17000.0) == "12900 [9000, 17000]"
+    assert format_measured(2.0456, 2.0455, 2.0457) == "2.046 [2.046, 2.046]"    # at most SIGNIFICANT digits
+    assert format_measured(3.0, float("nan"), 4.0) == "3"
+
+
 def test_an_interval_too_wide_to_mean_anything_is_said_in_words():
-    assert format_launch_interval(0.35, 0.34, 0.36, 3, [0.34, 0.36], format_number) == "0.35 [0.34, 0.36]"
-    assert format_launch_interval(0.2336, 0.0002185, 249.8, 2, [0.2, 0.27], format_number) == (
-        "0.2336; too few launches for an interval: launches read 0.2-0.27")
-    assert format_launch_interval(0.35, 0.34, 0.36, 1, [0.35], format_number).endswith(" within one launch")
+    assert format_launch_interval(0.35, 0.34, 0.36, 3, [0.34, 0.36]) == "0.35 [0.34, 0.36]"
+    # The launches' spread stands for the missing interval in the digits shown.
+    assert format_launch_interval(0.2336, 0.0002185, 249.8, 2, [0.2, 0.27]) == (
+        "0.234; too few launches for an interval: launches read 0.2-0.27")
+    assert format_launch_interval(0.35, 0.34, 0.36, 1, [0.35]).endswith(" within one launch")
     assert format_change(0.21, 0.12, 0.37) == "4.76x faster [time ratio 0.12-0.37]"
     assert format_change(4.54, 4.0, 5.0) == "4.54x slower [time ratio 4-5]"
     assert "too few launches to say" in format_change(1.5, 0.1, 30)

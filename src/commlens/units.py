@@ -123,23 +123,52 @@ def format_interval(value: str, low: str, high: str) -> str:
     return f"{value} [{low}, {high}]" if value and low and high else value
 
 
-def format_launch_interval(value: float, low: float, high: float, launches: int, per_launch, fmt,
-                           unit: str = "") -> str:
+def precision_digits(value: float, low: float, high: float) -> int:
+    """Significant digits that show `value` as precisely as its interval allows: its last digit about a
+    tenth of the interval's half-width (two digits of the uncertainty), at least 2 and at most SIGNIFICANT:
+    '0.95 [0.62, 1.5]', not '0.9525 [0.6221, 1.458]'."""
+    half = (high - low) / 2
+    if not (math.isfinite(value) and math.isfinite(half) and half > 0 and value != 0):
+        return SIGNIFICANT
+    digits = math.floor(math.log10(abs(value))) - math.floor(math.log10(half)) + 2
+    return min(max(digits, 2), SIGNIFICANT)
+
+
+def format_significant(value: float, digits: int) -> str:
+    """format_number, whole numbers rounded to `digits` significant figures too ('12900', not '12930',
+    where three are all the interval allows)."""
+    if value is None or value != value or abs(value) == float("inf") or value == 0:
+        return format_number(value, digits)
+    return format_number(round(float(value), digits - 1 - math.floor(math.log10(abs(float(value))))), digits)
+
+
+def format_measured(value: float, low: float, high: float, fmt=format_significant) -> str:
+    """'0.95 [0.62, 1.5]': a value and its interval at the digits the interval allows (precision_digits);
+    `fmt(number, digits)` formats one number."""
+    digits = precision_digits(value, low, high)
+    return format_interval(fmt(value, digits), fmt(low, digits), fmt(high, digits))
+
+
+def format_launch_interval(value: float, low: float, high: float, launches: int, per_launch,
+                           fmt=format_significant, unit: str = "") -> str:
     """A statistic over launches with its interval, as a reader can use it: '0.35 [0.34, 0.36]'; from one
     launch, '0.35 [0.34, 0.36] within one launch' (launch-to-launch variation unmeasured); where the
     interval spans more than MEANINGLESS_WIDTH (two launches give t one degree of freedom), no interval
     but what the launches read: '0.35; too few launches for an interval: launches read 0.31-0.41'.
-    `fmt` formats one number; `per_launch` holds each launch's value."""
+    `fmt(number, digits)` formats one number, at the digits the interval allows (precision_digits);
+    `per_launch` holds each launch's value."""
     unit = f" {unit}" if unit else ""
     if not math.isfinite(value):
         return ""
     if launches <= 1:
-        return format_interval(fmt(value), fmt(low), fmt(high)) + f"{unit} within one launch"
+        return format_measured(value, low, high, fmt) + f"{unit} within one launch"
     if not (math.isfinite(low) and math.isfinite(high) and low > 0 and high / low <= MEANINGLESS_WIDTH):
         read = [float(v) for v in per_launch if math.isfinite(float(v))]
-        return (f"{fmt(value)}{unit}; too few launches for an interval: launches read "
-                f"{fmt(min(read))}-{fmt(max(read))}" if read else fmt(value) + unit)
-    return format_interval(fmt(value), fmt(low), fmt(high)) + unit
+        # What the launches read says how precise the value is: their spread stands for the interval.
+        digits = precision_digits(value, min(read), max(read)) if len(read) > 1 else SIGNIFICANT
+        return (f"{fmt(value, digits)}{unit}; too few launches for an interval: launches read "
+                f"{fmt(min(read), digits)}-{fmt(max(read), digits)}" if read else fmt(value, digits) + unit)
+    return format_measured(value, low, high, fmt) + unit
 
 
 def format_exact_size(size) -> str:

@@ -106,9 +106,9 @@ def _headline(data: ReportData) -> pd.DataFrame:
             "smallest size": format_size(smallest["size"]),
             "latency (us) [95%]": format_launch_interval(
                 smallest["median_s"] / US, smallest["ci_low_s"] / US, smallest["ci_high_s"] / US, launches,
-                per_launch, format_number),
+                per_launch),
             "peak bandwidth (MB/s) [95%]": "" if peak is None else format_launch_interval(
-                peak.value / MB, peak.low / MB, peak.high / MB, launches, peak.per_launch / MB, format_number),
+                peak.value / MB, peak.low / MB, peak.high / MB, launches, peak.per_launch / MB),
             "peak over": "" if peak is None else peak.sizes,
             "launches": launches,
         })

@@ -27,7 +27,9 @@ h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1em; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; vertical-align: top; }
 th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
-.caption { color: #555; font-size: 0.9em; } .skipped { color: #8a5a00; }
+.caption { color: #555; font-size: 0.9em; } .skipped { color: #555; font-size: 0.9em; }
+/* A table wider than the page scrolls within it instead of being cut off at its edge. */
+.table { overflow-x: auto; max-width: 100%; }
 .flag { background: #fde2e2; border: 1px solid #d33; padding: 0.6em; }
 .cause { background: #eef4fb; border-left: 3px solid #3a6ea5; padding: 0.4em 0.6em; }
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 0.8em; }
@@ -36,7 +38,7 @@ img.static { max-width: 100%; }
 
 
 def _frame_html(frame) -> str:
-    return readable(frame).to_html(index=False, na_rep="", escape=True)
+    return f"<div class='table'>{readable(frame).to_html(index=False, na_rep='', escape=True)}</div>"
 
 
 def _table_html(table: Table) -> str:
@@ -87,7 +89,9 @@ def _skipped_html(skipped: list[Skipped]) -> str:
     if not skipped:
         return ""
     listed = "; ".join(f"{html.escape(s.title)} ({html.escape(s.reason)})" for s in skipped)
-    return f"<p class='skipped'><b>Not drawn</b>, for lack of what they need ({len(skipped)}): {listed}.</p>"
+    # Figures a campaign did not ask the data for are no fault of it: said once, in the appendix, not flagged.
+    return (f"<h3 id='not-drawn'>Figures not drawn</h3><p class='skipped'>The report draws these where a campaign "
+            f"measures what they need ({len(skipped)}): {listed}.</p>")
 
 
 def _figure_html(figure: Figure, div: str) -> str:
@@ -208,7 +212,6 @@ Report written {datetime.now(timezone.utc).isoformat(timespec="seconds")} from t
 {_glance_html(glance)}
 <h2 id='figures'>Figures</h2>
 {"".join(sections) or "<p>No figure could be drawn from this dataset.</p>"}
-{_skipped_html(skipped)}
 {changed}
 {notes}
 <h2>Tables</h2>
@@ -219,6 +222,7 @@ Report written {datetime.now(timezone.utc).isoformat(timespec="seconds")} from t
 <p class='caption'>The dataset: {html.escape(dataset_shape(ds))}.</p>
 {"".join(_table_html(t) for t in provenance)}
 <h3>Campaign configuration</h3><pre>{html.escape(config)}</pre>
+{_skipped_html(skipped)}
 </body></html>
 """
 

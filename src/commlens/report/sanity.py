@@ -32,7 +32,7 @@ def _variants_faster(data: ReportData) -> list[str]:
             continue
         mine = points[points["kernel"] == variant].set_index(["library", "placement", "size"])
         theirs = points[points["kernel"] == plain].set_index(["library", "placement", "size"])
-        both = mine.join(theirs, how="inner", lsuffix="_variant", rsuffix="_plain")
+        both = mine.add_suffix("_variant").join(theirs.add_suffix("_plain"), how="inner")
         faster = both[(both["ci_high_us_variant"] < both["ci_low_us_plain"])
                       & (both["time_us_variant"] < VARIANT_FASTER * both["time_us_plain"])]
         for (library, placement), rows in faster.groupby(level=[0, 1]):

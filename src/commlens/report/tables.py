@@ -20,7 +20,7 @@ from commlens.campaign import kernel_of
 from commlens.data.origins import curve_marks, curve_origins
 from commlens.report.analysis_table import ReportData, _rows_of
 from commlens.report.elements import Skipped, Table
-from commlens.units import MB, US, format_exact_size, format_number, format_seconds, format_size
+from commlens.units import MB, US, format_exact_size, format_measured, format_number, format_seconds, format_size
 
 
 def performance_table(data: ReportData) -> Table | Skipped:
@@ -125,7 +125,7 @@ def _with_interval(value: xr.DataArray, interval: xr.DataArray) -> str:
     if not np.isfinite(value):
         return "n/a"
     if np.isfinite(low) and np.isfinite(high):
-        return f"{format_number(value)} [{format_number(low)}, {format_number(high)}]"
+        return format_measured(value, low, high)
     return format_number(value)
 
 

@@ -11,7 +11,7 @@ import xarray as xr
 
 from commlens.data.samples import CURVE_DIMS
 from commlens.report.analysis_table import ReportData
-from commlens.units import format_exact_size, format_interval, format_mbps, format_size, format_us
+from commlens.units import MB, US, format_exact_size, format_mbps, format_measured, format_size, format_us
 
 
 def curve_table(data: ReportData, library: str, placement: str, kernel: str) -> pd.DataFrame:
@@ -22,11 +22,11 @@ def curve_table(data: ReportData, library: str, placement: str, kernel: str) -> 
     counts = data.ds["sample_count"].sel(library=library, placement=placement, kernel=kernel).sum("launch")
     return pd.DataFrame({
         "size": curve["size"].map(format_size),
-        "median (us) [95%]": [format_interval(format_us(m), format_us(lo), format_us(hi)) for m, lo, hi in
+        "median (us) [95%]": [format_measured(m / US, lo / US, hi / US) for m, lo, hi in
                               zip(curve["median_s"], curve["ci_low_s"], curve["ci_high_s"])],
         **{f"{name} (us)": curve[f"{column}_s"].map(format_us) for name, column in
            (("mean", "mean"), ("P90", "p90"), ("P99", "p99"))},
-        "bandwidth (MB/s) [95%]": [format_interval(format_mbps(b), format_mbps(lo), format_mbps(hi)) for b, lo, hi in
+        "bandwidth (MB/s) [95%]": [format_measured(b / MB, lo / MB, hi / MB) for b, lo, hi in
                                    zip(curve["bandwidth_Bps"], curve["bandwidth_low_Bps"], curve["bandwidth_high_Bps"])],
         "launches": curve["launches"].astype(int),
         "samples": [int(counts.sel(size=size)) for size in curve["size"]],
@@ -41,18 +41,17 @@ def _curves(fit: xr.Dataset, measured: str):
         yield labels, fit.sel(labels)
 
 
-def _with_interval(value, interval, form) -> str:
-    low, high = np.asarray(interval.values, dtype=float)
-    return format_interval(form(float(value)), form(low), form(high))
+def _with_interval(value, interval, scale: float) -> str:
+    low, high = np.asarray(interval.values, dtype=float) / scale
+    return format_measured(float(value) / scale, low, high)
 
 
 def hockney_table(fit: xr.Dataset) -> pd.DataFrame:
     """ds.commlens.fit("hockney"), a row per curve: latency and bandwidth with their 95% intervals, the
     half-performance size and how closely the line follows the medians."""
     rows = [{**labels,
-             "latency (us) [95%]": _with_interval(cell["latency_s"], cell["latency_interval_s"], format_us),
-             "bandwidth (MB/s) [95%]": _with_interval(cell["bandwidth_Bps"], cell["bandwidth_interval_Bps"],
-                                                      format_mbps),
+             "latency (us) [95%]": _with_interval(cell["latency_s"], cell["latency_interval_s"], US),
+             "bandwidth (MB/s) [95%]": _with_interval(cell["bandwidth_Bps"], cell["bandwidth_interval_Bps"], MB),
              "n 1/2": format_size(round(float(cell["n_half_bytes"]))) if np.isfinite(cell["n_half_bytes"]) else "",
              "median |residual|": f"{float(cell['median_rel_residual']):.1%}",
              "largest |residual|": f"{float(cell['max_rel_residual']):.1%}",
