@@ -2,13 +2,15 @@
 false discoveries; intervals too wide to mean anything are said in words; launches in two modes are said."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from commlens import cli
 from commlens.analysis.compare import CALLS, coverage_level, verdicts_from_intervals
 from commlens.analysis.modes import find_modes
 from commlens.data import synthetic as syn
-from commlens.units import format_change, format_launch_interval, format_measured
+from commlens.report.elements import readable
+from commlens.units import format_change, format_launch_interval, format_measured, format_probability
 
 KERNELS = ("pingpong.send", "stream.uni", "collectives.bcast")
 GRID = syn.powers_of_two(1, 256 * 1024)
@@ -92,6 +94,10 @@ def test_numbers_show_the_digits_their_interval_allows():
     assert format_measured(12930.0, 9000.0, 17000.0) == "12900 [9000, 17000]"
     assert format_measured(2.0456, 2.0455, 2.0457) == "2.046 [2.046, 2.046]"    # at most SIGNIFICANT digits
     assert format_measured(3.0, float("nan"), 4.0) == "3"
+    assert [format_probability(p) for p in (5.414e-14, 0.000999, 0.0123, 0.5, float("nan"))] == [
+        "5.41e-14", "9.99e-04", "0.0123", "0.5", ""]
+    shown = readable(pd.DataFrame({"q value": [5.414e-14], "ratio": [0.00005414]}))
+    assert shown.iloc[0].tolist() == ["5.41e-14", "0.00005414"]      # a ratio is no probability
 
 
 def test_an_interval_too_wide_to_mean_anything_is_said_in_words():

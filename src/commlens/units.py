@@ -118,6 +118,15 @@ def format_mbps(bytes_per_s, digits: int = SIGNIFICANT) -> str:
     return "" if bytes_per_s is None else format_number(float(bytes_per_s) / MB, digits)
 
 
+def format_probability(p) -> str:
+    """A p or q value: three significant figures, in scientific notation below 1e-3 ('5.41e-14', not
+    '0.00000000000005414'); '' for a missing one."""
+    if p is None or p != p:
+        return ""
+    p = float(p)
+    return f"{p:.2e}" if 0 < p < 1e-3 else format_number(p, 3)
+
+
 def format_interval(value: str, low: str, high: str) -> str:
     """'0.3531 [0.35, 0.36]' of already formatted numbers; the value alone where a bound is missing."""
     return f"{value} [{low}, {high}]" if value and low and high else value

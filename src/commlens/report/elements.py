@@ -42,11 +42,17 @@ class Table:
 
 
 def readable(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with its float columns as text (commlens.units.format_number): '10680' beside '1590'."""
-    from commlens.units import format_number
+    """`frame` with its float columns as text (commlens.units.format_number): '10680' beside '1590'; p and
+    q values in scientific notation below 1e-3 (commlens.units.format_probability)."""
+    from commlens.units import format_number, format_probability
 
     shown = frame.copy()
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):
-            shown[column] = shown[column].map(format_number)
+            probability = str(column).split(" ")[0] in PROBABILITIES
+            shown[column] = shown[column].map(format_probability if probability else format_number)
     return shown
+
+
+# Columns that hold p or q values, by the first word of their name.
+PROBABILITIES = ("p", "q", "p_value", "q_value")
