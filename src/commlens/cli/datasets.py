@@ -34,14 +34,20 @@ def open_dataset(target):
 
 
 def export(args) -> int:
-    from commlens.data.export import FORMATS, export as export_table
+    from commlens.data.export import FORMATS, OSU, export as export_table, sidecar
     from commlens.io.tables import table_format
 
-    table_format(args.output, FORMATS, default="csv", requested=args.format)   # refused before any reading
+    if args.format != OSU:
+        table_format(args.output, FORMATS, default="csv", requested=args.format)   # refused before any reading
+    elif args.pairs:
+        raise ValueError("--pairs: a table of pairs has no OSU form; --format osu writes one file per curve")
     path, ds = open_dataset(args.target)
     written = export_table(ds, args.format, args.output, source=path, table="pairs" if args.pairs else "points")
-    if written is not None:
-        print(f"table: {written}")
+    if args.format == OSU:
+        print(f"OSU files: {written} (what each holds: {written / 'commlens-osu.json'})")
+    elif written is not None:
+        print(f"table: {written}" + (f" (its columns and provenance: {sidecar(written)})"
+                                      if written.suffix == ".csv" else ""))
     return 0
 
 

@@ -157,12 +157,16 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     history.add_argument("--output", help="write the table of changed size ranges (.csv or .json)")
     history.set_defaults(verb=_verb("compare", "history"))
 
-    export = verbs.add_parser("export", help="a dataset as a tidy table, one row per point and launch")
+    export = verbs.add_parser("export", help="a dataset as a tidy table, one row per point and launch (and per "
+                                             "launch that gave none), or as OSU-style files, one per curve")
     export.add_argument("target", help="campaign file or dataset (.nc)")
-    export.add_argument("--format", choices=("csv", "parquet", "json"),
-                        help="default: the output's suffix, else csv")
+    export.add_argument("--format", choices=("csv", "parquet", "json", "osu"),
+                        help="default: the output's suffix, else csv. parquet keeps each column's units and "
+                             "description and the dataset's provenance in the file, csv in <file>.json beside "
+                             "it; osu writes a folder with a file per curve as OSU 7.4 prints it")
     export.add_argument("--output", help="the table's path, or - for standard output (default: the dataset's "
-                                         "path, with the format's suffix; .pairs.csv and so on with --pairs)")
+                                         "path, with the format's suffix; .pairs.csv and so on with --pairs); "
+                                         "with --format osu, the folder (default: <dataset>-osu)")
     export.add_argument("--pairs", action="store_true",
                         help="a row per pair of ranks timed by the kernels that time pairs (allpairs.*, fan.*, "
                              "bisection), with each rank's node, instead of a row per point")

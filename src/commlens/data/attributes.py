@@ -3,7 +3,9 @@ hosts), from the campaign and what its launches recorded (commlens.data.collect'
 
 from __future__ import annotations
 
+import getpass
 import json
+import socket
 from datetime import datetime, timezone
 
 import numpy as np
@@ -39,4 +41,16 @@ def dataset_attributes(campaign: Campaign, builds: dict[str, dict], runs, refuse
         "refused_files": json.dumps([str(e) for e in refused]),
         # The seed of the launches' order in each round (commlens.campaign.rounds), where it ran in rounds.
         **({"round_seed": campaign.round_seed} if campaign.round_seed is not None else {}),
+        **creator(campaign),
     }
+
+
+def creator(campaign: Campaign) -> dict:
+    """ACDD's creator_name and institution: the campaign file's `creator` and `institution` where it
+    names them, else who collected the dataset and on which host (a catalogue lists a dataset by them)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):     # no login name: a container's user without a passwd entry
+        user = "unknown"
+    return {"creator_name": str(campaign.config.get("creator") or user),
+            "institution": str(campaign.config.get("institution") or socket.gethostname())}

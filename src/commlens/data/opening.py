@@ -15,7 +15,7 @@ import xarray as xr
 from commlens.io.dataset_errors import DatasetError, DatasetNotFoundError
 from commlens.data.samples import POINT_DIMS, POINT_STATISTICS, STAT_COORDS, from_cube, is_ragged, start_variable
 from commlens.io import file_kinds
-from commlens.io.conventions import decode
+from commlens.io.conventions import LayoutError, decode, decode_layout
 from commlens.locations import candidates, resolve
 
 # Datasets written before the rename carry their writer's version under the former name; none is read
@@ -38,9 +38,12 @@ def open_campaign(path) -> xr.Dataset:
     found from any working directory (commlens.locations: a notebook's folder, $COMMLENS_RESULTS,
     the checkout). Everything but the samples is loaded; the samples stay on disk and are read
     where asked for. A dataset written
-    before samples were ragged (a dense `time` with a `sample` dim per point) is converted. The
+    before samples were ragged (a dense `time` with a `sample` dim per point) is converted. Text axes
+    are indexed by their labels and the samples counted per point (`sample_count`, `sample_start`),
+    whether the file holds them as CF label variables and a ragged array over `point`
+    (commlens.io.conventions) or, written before, as text coordinates and counts per point. The
     launch `status` is text and `started` datetimes, whether the file holds them as CF flags and
-    CF time (commlens.io.conventions) or, written before, as text. A file that is missing, empty,
+    CF time or, written before, as text. A file that is missing, empty,
     truncated, damaged or not a commlens dataset raises DatasetError, one line naming it and why."""
     path, ds = _open_lazily(path)
     dense = not is_ragged(ds)
@@ -70,6 +73,8 @@ def _open_lazily(path) -> tuple[Path, xr.Dataset]:
         ds = xr.open_dataset(path)
     except (OSError, ValueError, RuntimeError) as error:   # netCDF's "HDF error", xarray's "no backend matched"
         raise DatasetError(f"{path}: not a commlens dataset ({_unreadable(path, error)})") from None
+    if "commlens_version" in ds.attrs:
+        ds = _in_memory_layout(path, ds)
     if "commlens_version" not in ds.attrs:
         ds.close()
         if _FORMER_NAME_ATTRIBUTE in ds.attrs:
@@ -86,6 +91,25 @@ def _open_lazily(path) -> tuple[Path, xr.Dataset]:
         ds.close()
         raise DatasetError(f"{path}: {problem}")
     return path, ds
+
+
+def _in_memory_layout(path: Path, ds: xr.Dataset) -> xr.Dataset:
+    """`ds` with its labels and counts as commlens works with them (commlens.io.conventions.decode_layout),
+    all else still on disk; DatasetError naming the file where they cannot be read or do not fit."""
+    try:
+        decoded = decode_layout(ds)
+    except LayoutError as error:
+        ds.close()
+        raise DatasetError(f"{path}: a commlens dataset whose samples do not fit its axes ({error}); "
+                           f"recollect it from its raw files") from None
+    except (OSError, RuntimeError, ValueError) as error:     # netCDF's errors reading a damaged variable
+        ds.close()
+        raise DatasetError(f"{path}: not a commlens dataset ({_unreadable(path, error)})") from None
+    # The counts over the point axes in the order collect makes them in.
+    decoded = decoded.assign({name: decoded[name].transpose(*POINT_DIMS) for name in ("sample_count", "sample_start")
+                              if name in decoded and set(decoded[name].dims) == set(POINT_DIMS)})
+    decoded.set_close(ds.close)       # closing it closes the file (xarray's operations forget the file)
+    return decoded
 
 
 def _incomplete(ds: xr.Dataset) -> str | None:

@@ -42,25 +42,73 @@ def write_dataset(ds: xr.Dataset, path, keep_previous: bool = True, log=None) ->
 def _write_netcdf(ds: xr.Dataset, tmp: Path, path: Path) -> None:
     import netCDF4
 
-    rest, encoding = conventions.encode(ds.drop_vars("time"), path)   # status as CF flags, started as CF time
-    encoding |= {name: {"zlib": True, "complevel": 4} for name, var in rest.data_vars.items()
-                 if var.dtype.kind == "f"}
-    rest.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
-    time = ds["time"]
-    count = time.sizes["sample"]
+    encoded = conventions.encode(ds, path)   # labels, ragged samples over `point`, flags, CF time, ACDD
+    encoded.dataset.to_netcdf(tmp, engine="netcdf4", encoding=encoded.encoding)
+    points = encoded.points
     lock = netcdf_lock()   # around each of our calls, not around reading the samples (xarray takes it)
     with lock:
         nc = netCDF4.Dataset(tmp, "a")
     try:
+        if points is not None:
+            _write_points(nc, points, lock)
+            counts, starts = points.counts, points.source_starts
+        else:                      # samples not counted per point: written as they are
+            counts, starts = np.array([ds.sizes["sample"]]), np.array([0])
+        measured = counts > 0
+        count = int(counts.sum())
         with lock:
-            nc.createDimension("sample", count or None)
-            variable = nc.createVariable("time", "f8", ("sample",), zlib=True, complevel=1, shuffle=True,
+            nc.createDimension(conventions.SAMPLE, count or None)
+            variable = nc.createVariable("time", "f8", (conventions.SAMPLE,), zlib=True, complevel=1, shuffle=True,
                                          chunksizes=(min(max(count, 1), 1 << 20),))
-            variable.setncatts(time.attrs)
-        for start in range(0, count, SAMPLES_CHUNK):
-            chunk = _chunk(time.data, start, min(SAMPLES_CHUNK, count - start))
+            variable.setncatts(encoded.time_attrs)
+        written = 0
+        for chunk in _samples_in_file_order(ds["time"].data, starts[measured], counts[measured]):
             with lock:
-                variable[start:start + SAMPLES_CHUNK] = chunk
+                variable[written:written + chunk.size] = chunk
+            written += chunk.size
     finally:
         with lock:
             nc.close()
+
+
+def _write_points(nc, points: conventions.Points, lock) -> None:
+    """The samples' instances (conventions.Points) over `point`, a chunk of points at a time."""
+    variables = points.variables()
+    with lock:
+        nc.createDimension(conventions.POINT, points.size or None)
+        for name, (dtype, width, attrs) in variables.items():
+            dims = (conventions.POINT,) + ((nc.createDimension(f"{name}_strlen", width).name,) if width else ())
+            variable = nc.createVariable(name, dtype, dims, zlib=True, complevel=1)   # as the samples
+            variable.setncatts(attrs)
+            variable.set_auto_chartostring(False)     # given as characters below, not as text per its _Encoding
+    for begin in range(0, points.size, conventions.POINTS_CHUNK):
+        stop = min(begin + conventions.POINTS_CHUNK, points.size)
+        for name, values in points.chunk(begin, stop).items():
+            width = variables[name][1]
+            with lock:
+                # Texts of `width` bytes, zero-padded, are that many characters each as they lie in memory.
+                nc.variables[name][begin:stop] = (np.ascontiguousarray(values, dtype=f"S{width}").view("S1")
+                                                  .reshape(-1, width) if width else values)
+
+
+def _samples_in_file_order(values, starts: np.ndarray, counts: np.ndarray):
+    """The samples of each point, point after point (`starts` and `counts` in `values`, in the file's
+    order), in chunks of at most SAMPLES_CHUNK: one read per chunk where the points lie end to end in
+    `values` (a dataset as collected or opened), a read per stretch where they do not (a selection of
+    one, whose `time` still holds every sample of the dataset it was selected from)."""
+    ends = starts + counts
+    # Stretches of points that lie end to end in `values`, each (first sample, samples).
+    breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
+    stretches = zip(starts[np.r_[0, breaks]] if starts.size else [], np.add.reduceat(counts, np.r_[0, breaks])
+                    if counts.size else [])
+    pending, held = [], 0
+    for first, total in stretches:
+        for start in range(int(first), int(first) + int(total), SAMPLES_CHUNK):
+            taken = min(SAMPLES_CHUNK, int(first) + int(total) - start)
+            pending.append(_chunk(values, start, taken))
+            held += taken
+            if held >= SAMPLES_CHUNK:
+                yield np.concatenate(pending)
+                pending, held = [], 0
+    if pending:
+        yield np.concatenate(pending)
