@@ -18,7 +18,8 @@ from commlens.data.failures import library_failure, library_status
 from commlens.data.pairs import pair_medians, pair_variables
 from commlens.data.kernels import description_of, is_windowed, kernel_coordinates, recorded_timing, TIMING_LONG_NAME
 from commlens.data.sample_sinks import FileSamples, MemorySamples
-from commlens.data.samples import POINT_DIMS, STAT_COORDS, PointStatistics, point_statistics, start_variable
+from commlens.data.samples import (POINT_DIMS, RAGGED_TIME, STAT_COORDS, PointStatistics, point_statistics,
+                                   start_variable)
 from commlens.io import conventions
 from commlens.io.archive import held_name
 from commlens.io.atomic import free_bytes
@@ -380,8 +381,8 @@ def _coordinates(campaign: Campaign, axes: _Axes, sizes: list[int], runs: _RunRe
 def _data_variables(sink, points: _PointRecords, runs: _RunRecords) -> dict:
     """The ragged samples, the per-point statistics and records, and the per-launch records."""
     return {
-        "time": ("sample", sink.array(), {"units": "s", "long_name": "time per sample (see the kernel's metric); "
-                                                                  "a ragged array, see sample_count"}),
+        "time": ("sample", sink.array(), {"units": "s",
+                                          "long_name": f"time per sample (see the kernel's metric); {RAGGED_TIME}"}),
         **points.stats.variables(),
         **start_variable(points.stats.values["sample_count"]),
         "settled": (POINT_DIMS, points.settled, {"long_name": "relative standard error reached its target"}),

@@ -13,7 +13,8 @@ from pathlib import Path
 import xarray as xr
 
 from commlens.io.dataset_errors import DatasetError, DatasetNotFoundError
-from commlens.data.samples import POINT_DIMS, POINT_STATISTICS, STAT_COORDS, from_cube, is_ragged, start_variable
+from commlens.data.samples import (POINT_DIMS, POINT_STATISTICS, RAGGED_TIME, STAT_COORDS, from_cube, is_ragged,
+                                   start_variable)
 from commlens.io import file_kinds
 from commlens.io.conventions import LayoutError, decode, decode_layout
 from commlens.locations import candidates, resolve
@@ -153,6 +154,5 @@ def ragged(ds: xr.Dataset) -> xr.Dataset:
     out = ds.drop_vars(["time"] + [name for name in ("sample",) if name in ds.coords])
     out = out.assign_coords({name: values for name, values in STAT_COORDS.items()})
     out = out.assign(stats.variables()).assign(start_variable(stats.values["sample_count"]))
-    out["time"] = ("sample", samples, {**ds["time"].attrs, "long_name": "time per sample; a ragged array, "
-                                                                         "see sample_count"})
+    out["time"] = ("sample", samples, {**ds["time"].attrs, "long_name": f"time per sample; {RAGGED_TIME}"})
     return out

@@ -26,6 +26,9 @@ import xarray as xr
 POINT_DIMS = ("library", "placement", "kernel", "size", "launch")
 RAGGED_ORDER = ("library", "placement", "kernel", "launch", "size")
 CURVE_DIMS = ("library", "placement", "kernel")
+# How the ragged `time` variable is laid out, in its long_name wherever a dataset is made.
+RAGGED_TIME = ("a ragged array, each point's samples in turn, as many as its sample_count (point_sample_count "
+               "on disk)")
 # Quantiles kept per point (OSU's -z reports P50, P90, P99).
 QUANTILES = (0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 # A distribution-free 95% interval of a point's median: order statistics n/2 -+ 1.96 sqrt(n)/2.
