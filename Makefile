@@ -24,11 +24,13 @@ help:
 	@echo "make validate                                         models and detector against known synthetic truth"
 	@echo "make versions                                         every MPICH and Open MPI release: built, launched, latency, bandwidth"
 	@echo "make scale                                            a centre-sized synthetic campaign: time and memory per step"
+	@echo "make docs                                             the documentation site, into build/docs/html"
 
-# The analysis environment: Snakemake, xarray, Jupyter..., and commlens itself (editable).
-$(READY): envs/analysis.txt pyproject.toml
+# The analysis environment: Snakemake, xarray, Jupyter..., Sphinx for the documentation the tests build, and
+# commlens itself (editable).
+$(READY): envs/analysis.txt envs/docs.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --disable-pip-version-check -q -r envs/analysis.txt
+	$(BIN)/pip install --disable-pip-version-check -q -r envs/analysis.txt -r envs/docs.txt
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps -e .
 	$(BIN)/python -m compileall -q src
 	touch $@
@@ -88,8 +90,17 @@ lab: $(READY)
 
 # Re-pin the analysis environment from what is installed in $(VENV).
 lock: $(READY)
-	{ sed -n '/^#/p' envs/analysis.txt; $(BIN)/pip freeze --exclude-editable | grep -v '^commlens'; } > envs/analysis.txt.new
+	{ sed -n '/^#/p' envs/analysis.txt; $(BIN)/pip freeze --exclude-editable | grep -v '^commlens' \
+	  | grep -v -x -F -f envs/docs.txt; } > envs/analysis.txt.new
 	mv envs/analysis.txt.new envs/analysis.txt
+
+# The documentation site (docs/), with Sphinx and MyST from envs/docs.txt (installed with the analysis
+# environment). Every page is read afresh (-E), since the reference pages are generated from the code, which
+# Sphinx does not watch; warnings are errors, a link to a heading or page that is gone among them.
+.PHONY: docs
+docs: $(READY)
+	$(BIN)/sphinx-build -E -W --keep-going -q -b html -d build/docs/doctrees docs build/docs/html
+	@echo "docs: build/docs/html/index.html"
 
 clean:
 	rm -rf $(VENV) build .snakemake

@@ -7,7 +7,7 @@ on first use; `commlens.open_campaign` registers the accessor before it opens a 
 """
 
 # The one place the version is written: pyproject.toml reads it from here (a dynamic version).
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["open_campaign", "CommlensAccessor", "DatasetError", "__version__"]
 

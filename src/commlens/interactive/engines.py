@@ -254,16 +254,23 @@ def start_engines(library: str, placement="1N2P", workspace=".", engines: str = 
     """Starts one engine per rank of `placement` with `library`'s MPI, and returns when all have
     registered and loaded the kernels' shared library.
 
-    library: an MPI installation built in `workspace` (build/envs/<library>, build/kernels/<library>);
+    Parameters
+    ----------
+    library
+        an MPI installation built in `workspace` (build/envs/<library>, build/kernels/<library>);
         a relative workspace is found as datasets are (find_workspace): "." is the checkout from
         notebooks/ as well. The engines' and controller's logs go to engines.log in the cluster's
         folder under <workspace>/results/interactive/ (Engines.log_file), not to the notebook.
-    placement: "1N2P", {"name", "nodes", "ppn"} or a Placement. On one host, nodes > 1 is
+    placement
+        "1N2P", {"name", "nodes", "ppn"} or a Placement. On one host, nodes > 1 is
         emulated with the same transport settings as a campaign launch (TCP over loopback).
-    engines: "mpi" (the library's mpiexec on this host) or "slurm" (a batch job; the ranks
+    engines
+        "mpi" (the library's mpiexec on this host) or "slurm" (a batch job; the ranks
         start with the library's mpiexec inside it; `slurm_options` adds #SBATCH lines).
-    env: library settings (MCA parameters, CVARs), as a campaign row's `env`.
-    activate: make the engines the target of `%px` / `%%px` in IPython.
+    env
+        library settings (MCA parameters, CVARs), as a campaign row's `env`.
+    activate
+        make the engines the target of `%px` / `%%px` in IPython.
     """
     import ipyparallel as ipp
 

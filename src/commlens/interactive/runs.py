@@ -184,13 +184,18 @@ def run(engines: Engines, kernel: str, sizes=None, *, launches: int = 1, shuffle
         timeout: float = 300, on_point=None, progress: bool = True, poll_s: float = 0.2,
         **options) -> xr.Dataset:
     """Runs `kernel` on the engines and returns its dataset, in the schema of a campaign's.
-
-    sizes: a campaign `sizes` mapping ({"schedule": "netpipe", "max": "1Mi"}), a schedule
-        name, or a list of sizes.
-    options: a campaign kernel entry's keys (warmup, window, cache, integrity, ...) and the
-        precision keys rse, min_samples, max_samples, max_point_time.
-    on_point: called with each commlens.io.raw.Point as it is measured (live plots).
     Each launch is kept as a raw file under <workspace>/results/interactive/raw/.
+
+    Parameters
+    ----------
+    sizes
+        a campaign `sizes` mapping ({"schedule": "netpipe", "max": "1Mi"}), a schedule
+        name, or a list of sizes.
+    on_point
+        called with each commlens.io.raw.Point as it is measured (live plots).
+    **options
+        a campaign kernel entry's keys (warmup, window, cache, integrity, ...) and the
+        precision keys rse, min_samples, max_samples, max_point_time.
     """
     if engines.stopped:
         raise RuntimeError("these engines are stopped; start_engines() again")
