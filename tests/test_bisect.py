@@ -6,10 +6,11 @@ import math
 
 import pytest
 
-from commlens.analysis.bisection import (CHANGED, FAILED, UNCHANGED, UNDECIDED, cell_outcome, conclude,
-                                          next_release, release_outcome)
+from commlens.analysis.bisection import (CHANGED, FAILED, UNCHANGED, UNDECIDED, FailedBisection, cell_outcome,
+                                          conclude, next_release, read_bisections, release_outcome,
+                                          write_bisections)
 from commlens.cli import main
-from commlens.cli.bisect import family_releases, spec_release
+from commlens.launch.libraries import family_releases, spec_release
 
 
 def search(truth: list[str]) -> tuple[list[int], object]:
@@ -86,6 +87,21 @@ def test_a_release_changed_only_where_all_its_watched_cells_agree():
     assert release_outcome([UNCHANGED]) == UNCHANGED
     assert release_outcome([CHANGED, UNCHANGED]) == UNDECIDED
     assert release_outcome([]) == UNDECIDED
+
+
+def test_a_record_reads_back_as_it_was_written_older_records_too(tmp_path):
+    """bisect.json and a campaign's bisections.json read back through one reader, the report's: a record
+    from before steps could grow (no max_launches, no step launches) and the error form, unchanged."""
+    from conftest import REPO
+
+    recorded = json.loads((REPO / "tests" / "data" / "bisect" / "mpich-4.3.2-to-mpich-5.0.2.json").read_text())
+    failed = {"baseline": "openmpi-4.1.8", "candidate": "openmpi-5.0.11", "error": "no spec"}
+    write_bisections(tmp_path / "bisections.json", read_bisections(json.dumps([recorded, failed])))
+    record, error = read_bisections((tmp_path / "bisections.json").read_text())
+    assert [record.to_json(), error.to_json()] == [recorded, failed]
+    assert isinstance(error, FailedBisection) and record.conclusion.suspects == ("mpich-5.0.0", "mpich-5.0.1",
+                                                                                  "mpich-5.0.2")
+    assert record.max_launches is None and record.steps[1].cells[0].reference_ratio == pytest.approx(3.31, abs=0.01)
 
 
 # ----------------------------------------------------------------------------- the family's releases
@@ -200,9 +216,10 @@ def test_an_undecided_step_is_measured_again_with_more_launches_paired_by_round(
 def test_a_bad_number_is_refused_in_one_line_before_any_work(tmp_path, monkeypatch, capsys, option, value, problem):
     """Checked as the command line is read: nothing is built, no folder made (an MPI library's build, the
     first step's, is minutes of pip install)."""
-    import commlens.cli.bisect
+    import commlens.orchestrate.bisection_steps
 
-    monkeypatch.setattr(commlens.cli.bisect, "run_step", lambda *args: pytest.fail("a step was started"))
+    monkeypatch.setattr(commlens.orchestrate.bisection_steps, "run_step",
+                        lambda *args: pytest.fail("a step was started"))
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as done:
         main(["bisect", "mpich-4.3.2", "mpich-5.0.2", "--kernel", "pingpong.send", "--placement", "1N2P",

@@ -293,9 +293,9 @@ def test_run_shows_progress_not_snakemake_and_ends_with_the_summary(workspace, b
     assert cells and cells == list(range(1, len(cells) + 1)), out
     assert re.search(rf"^\[report\] [\d.]+ (?:s|min): {results}/report.html$", out, re.MULTILINE), out
     assert "launches: 2 ok of 2" in out and re.search(r"^mpich-5.0.2 +1N2P +pingpong.send +8 B ", out, re.MULTILINE)
-    # Collect and the report were timed for the next estimates.
+    # The launches, collect and the report were timed for the next estimates.
     timings = (tmp_path / "cache" / "stage-durations.jsonl").read_text().splitlines()
-    assert sorted(json.loads(line)["stage"] for line in timings) == ["collect", "report"]
+    assert sorted(json.loads(line)["stage"] for line in timings) == ["collect", "launch", "launch", "report"]
 
 
 @pytest.mark.mpi

@@ -17,6 +17,7 @@ import pytest
 import xarray as xr
 
 from commlens import open_campaign
+from commlens.analysis.sequential import SPENDING_POWER
 from commlens.campaign import Campaign, load_campaign
 from commlens.campaign.rounds import SEED_FILE, recorded_seed, round_order, sequence
 from commlens.io.raw import read_launch_record
@@ -199,7 +200,7 @@ def test_an_interrupted_campaign_resumes_with_its_design(workspace, built):
     assert sorted(planned) == sorted(redone.format(**record) for record in ran[3:]), plan[-3000:]
 
 
-# --- Launches until decided: rounds until the compare: pairs are decided (commlens.cli.until_decided) ---
+# --- Launches until decided: rounds until the compare: pairs are decided (commlens.orchestrate.until_decided) ---
 
 UNTIL_DECIDED = textwrap.dedent("""
     campaign: {name}
@@ -287,8 +288,11 @@ def test_a_campaign_runs_rounds_until_its_pairs_are_decided_and_its_report_says_
     assert "until decided (3 to 4 rounds)" in text and "After 3 rounds: tcp against sm: 2 regressed." in text, text
     assert f"Stopped after 3 rounds: {record['stopped']}." in text
     [comparison] = library_row_comparisons(ReportData(ds))
-    assert comparison.counts["regressed"] == 2 and "(rounds/4)^2" in comparison.statement
-    assert comparison.causes == (f"Bisecting openmpi-0.0.1 -> openmpi-5.0.11 failed: {bisection['error']}.",)
+    assert comparison.counts["regressed"] == 2 and f"(rounds/4)^{SPENDING_POWER}" in comparison.statement
+    # The dataset keeps the bisection's record with its paths made relative (no machine's paths in a dataset).
+    [kept] = json.loads(ds.attrs["bisections"])
+    assert "openmpi-0.0.1" in kept["error"] and str(workspace) not in kept["error"]
+    assert comparison.causes == (f"Bisecting openmpi-0.0.1 -> openmpi-5.0.11 failed: {kept['error']}.",)
     assert (comparison.result["decided_at"] == 3).all()
 
     # Run again: nothing is measured again, and the look gives the same decision.

@@ -16,7 +16,8 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "share" not in p.relative_t
 
 
 def test_import_contracts_hold():
-    """Nothing imports a layer above its own; launches never import xarray or pandas; analysis draws nothing."""
+    """Nothing imports a layer above its own or, however far round, itself; launches never import xarray or
+    pandas; analysis draws nothing."""
     lint = Path(sys.executable).parent / "lint-imports"
     done = subprocess.run([str(lint), "--config", str(REPO / "pyproject.toml")], cwd=REPO, capture_output=True,
                           text=True)
@@ -74,7 +75,8 @@ def test_no_module_keeps_its_own_list_of_kernels():
     assert not found, "hand-kept kernel lists:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("layer", ["campaign", "io", "launch", "data", "analysis", "report", "interactive"])
+@pytest.mark.parametrize("layer", ["campaign", "io", "launch", "data", "analysis", "report", "orchestrate",
+                                   "interactive"])
 def test_each_layer_says_what_it_is_for(layer):
     doc = ast.get_docstring(ast.parse((PACKAGE / layer / "__init__.py").read_text()))
     assert doc and len(doc.split()) >= 8, f"commlens.{layer} has no docstring saying its job"

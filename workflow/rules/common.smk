@@ -11,7 +11,6 @@ from commlens.campaign import (WORKFLOW_OPTIONS, Campaign, CampaignError, campai
                                 read_overrides)
 from commlens.campaign.rounds import (DECISIONS_FILE, SEED_FILE, draw_seed, recorded_decisions, recorded_seed,
                                       rounds_outside, seed_record)
-from commlens.cli.bisections import BISECTIONS_FILE
 from commlens.io.atomic import write_text
 from commlens.io.archive import dataset_outputs, give_back, hold
 from commlens.io.collected import from_the_future, out_of_date, recollection_param
@@ -220,8 +219,14 @@ def decisions_record(wildcards):
 
 def bisections_record(wildcards):
     """The bisections commlens run ran for the campaign's bisect: entries (none where it ran alone)."""
+    if not CAMPAIGN.config.get("bisect"):
+        return []
+    # Here, not with the imports above: commlens.analysis brings xarray (half a second), which only a
+    # campaign with bisections should cost the workflow.
+    from commlens.analysis.bisection import BISECTIONS_FILE
+
     path = RESULTS / BISECTIONS_FILE
-    return [path] if CAMPAIGN.config.get("bisect") and path.exists() else []
+    return [path] if path.exists() else []
 
 
 def launch_settings(wildcards):

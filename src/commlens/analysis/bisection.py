@@ -1,5 +1,7 @@
-"""Which release first shows a change: the halving search over releases in version order, and what
-counts as a release having the change. Pure functions of recorded outcomes; measuring is the caller's.
+"""Which release first shows a change: the halving search over releases in version order, what
+counts as a release having the change, and what a bisection records (BisectionRecord: bisect.json, a
+campaign's bisections.json, read back by the report). Pure functions of recorded outcomes; measuring
+is the caller's (commlens.orchestrate.bisection_steps).
 
 The releases are ordered oldest first: index 0 is the baseline (without the change, by definition),
 the last is the candidate (with it, once its own step confirms it against the baseline). Each step
@@ -17,8 +19,12 @@ the change and the first with it, the answer names every release the change may 
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+
+from commlens.io.atomic import write_text
+from commlens.units import format_duration, format_number, format_size
 
 CHANGED, UNCHANGED, UNDECIDED, FAILED = "changed", "unchanged", "undecided", "failed"
 OUTCOMES = (CHANGED, UNCHANGED, UNDECIDED, FAILED)
@@ -119,3 +125,247 @@ def release_outcome(cell_outcomes: list[str]) -> str:
     if distinct == {UNCHANGED}:
         return UNCHANGED
     return UNDECIDED
+
+
+# ----------------------------------------------------------------------------- what a bisection records
+
+@dataclass(frozen=True)
+class WatchedCell:
+    """One (kernel, placement, size) cell a bisection watches."""
+
+    kernel: str
+    placement: str
+    size: int
+
+    def describe(self) -> str:
+        """'pingpong.send 1N2P 8 B': how the record and its table name the cell."""
+        return f"{self.kernel} {self.placement} {format_size(self.size)}"
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return self.kernel, self.placement, self.size
+
+
+@dataclass(frozen=True)
+class StepCell(WatchedCell):
+    """One watched cell as a step measured it: compare's verdict and ratio (the release's time over the
+    baseline's) with its interval; where the step measured the candidate too, the candidate's verdict and
+    ratio in that cell (`reference_*`: the change the release is held to); `outcome` once judged."""
+
+    verdict: str
+    ratio: float | None
+    ratio_low: float | None
+    ratio_high: float | None
+    q_value: float | None
+    reference_verdict: str | None = None
+    reference_ratio: float | None = None
+    outcome: str | None = None
+
+    def to_json(self) -> dict:
+        entry = {"kernel": self.kernel, "placement": self.placement, "size": self.size, "verdict": self.verdict,
+                 "ratio": self.ratio, "ratio_low": self.ratio_low, "ratio_high": self.ratio_high,
+                 "q_value": self.q_value}
+        if self.reference_verdict is not None:    # the step measured the candidate beside the release
+            entry.update(reference_verdict=self.reference_verdict, reference_ratio=self.reference_ratio)
+        return _with_optional(entry, outcome=self.outcome)
+
+    @classmethod
+    def from_json(cls, entry: dict) -> StepCell:
+        return cls(kernel=entry["kernel"], placement=entry["placement"], size=int(entry["size"]),
+                   verdict=entry["verdict"], ratio=entry.get("ratio"), ratio_low=entry.get("ratio_low"),
+                   ratio_high=entry.get("ratio_high"), q_value=entry.get("q_value"),
+                   reference_verdict=entry.get("reference_verdict"), reference_ratio=entry.get("reference_ratio"),
+                   outcome=entry.get("outcome"))
+
+
+@dataclass(frozen=True)
+class BisectionStep:
+    """One step: a small campaign of `release` against the baseline (and, after the first step, beside
+    the candidate), `launches` a side, with its outcome (OUTCOMES) and, where it could not be judged or
+    measured, why. `launches` is None in records from before an undecided step could grow."""
+
+    step: int
+    release: str
+    version: str
+    campaign: str                  # the step's campaign file
+    launches: int | None
+    cells: tuple[StepCell, ...]
+    outcome: str | None = None     # None until the step is judged
+    reason: str | None = None
+    wall_s: float = 0.0
+    dataset: str | None = None
+    method: str | None = None      # compare's method, where the step came to a comparison
+
+    def to_json(self) -> dict:
+        entry = _with_optional({"release": self.release, "version": self.version, "campaign": self.campaign},
+                               launches=self.launches)
+        entry["cells"] = [cell.to_json() for cell in self.cells]
+        entry = _with_optional(entry, dataset=self.dataset, method=self.method)
+        entry.update(step=self.step, wall_s=self.wall_s, outcome=self.outcome)
+        return _with_optional(entry, reason=self.reason)
+
+    @classmethod
+    def from_json(cls, entry: dict) -> BisectionStep:
+        return cls(step=int(entry["step"]), release=entry["release"], version=entry["version"],
+                   campaign=entry["campaign"], launches=entry.get("launches"),
+                   cells=tuple(StepCell.from_json(cell) for cell in entry.get("cells", [])),
+                   outcome=entry["outcome"], reason=entry.get("reason"), wall_s=entry["wall_s"],
+                   dataset=entry.get("dataset"), method=entry.get("method"))
+
+
+@dataclass(frozen=True)
+class RecordedConclusion:
+    """A Conclusion with the releases named instead of indexed."""
+
+    confirmed: bool
+    first: str | None
+    suspects: tuple[str, ...]
+    last_without: str
+
+    @classmethod
+    def naming(cls, conclusion: Conclusion, releases: list[str]) -> RecordedConclusion:
+        """`conclusion` over `releases` (their names, in the search's order)."""
+        return cls(confirmed=conclusion.confirmed,
+                   first=None if conclusion.first is None else releases[conclusion.first],
+                   suspects=tuple(releases[i] for i in conclusion.suspects),
+                   last_without=releases[conclusion.last_without])
+
+    def to_json(self) -> dict:
+        return {"confirmed": self.confirmed, "first": self.first, "suspects": list(self.suspects),
+                "last_without": self.last_without}
+
+    @classmethod
+    def from_json(cls, entry: dict) -> RecordedConclusion:
+        return cls(confirmed=bool(entry["confirmed"]), first=entry.get("first"),
+                   suspects=tuple(entry.get("suspects", ())), last_without=entry["last_without"])
+
+
+@dataclass(frozen=True)
+class BisectionRecord:
+    """What a bisection found (a bisection's bisect.json, an entry of a campaign's bisections.json):
+    the two ends, the family and its releases searched in order, the specs left out and why, the cells
+    watched, how each step compared (`min_effect`, `confidence`, `launches` a side growing up to
+    `max_launches`: None in records from before steps could grow), the steps, and the answer."""
+
+    baseline: str
+    candidate: str
+    family: str
+    releases: tuple[str, ...]
+    left_out: tuple[str, ...]
+    cells: tuple[str, ...]         # WatchedCell.describe() of each cell watched to the end
+    min_effect: float
+    confidence: float
+    launches: int
+    max_launches: int | None
+    steps: tuple[BisectionStep, ...]
+    conclusion: RecordedConclusion
+    summary: str
+
+    def to_json(self) -> dict:
+        entry = {"baseline": self.baseline, "candidate": self.candidate, "family": self.family,
+                 "releases": list(self.releases), "left_out": list(self.left_out), "cells": list(self.cells),
+                 "min_effect": self.min_effect, "confidence": self.confidence, "launches": self.launches}
+        entry = _with_optional(entry, max_launches=self.max_launches)
+        entry.update(steps=[step.to_json() for step in self.steps], conclusion=self.conclusion.to_json(),
+                     summary=self.summary)
+        return entry
+
+    @classmethod
+    def from_json(cls, entry: dict) -> BisectionRecord:
+        return cls(baseline=entry["baseline"], candidate=entry["candidate"], family=entry["family"],
+                   releases=tuple(entry["releases"]), left_out=tuple(entry.get("left_out", ())),
+                   cells=tuple(entry["cells"]), min_effect=entry["min_effect"], confidence=entry["confidence"],
+                   launches=int(entry["launches"]), max_launches=entry.get("max_launches"),
+                   steps=tuple(BisectionStep.from_json(step) for step in entry["steps"]),
+                   conclusion=RecordedConclusion.from_json(entry["conclusion"]), summary=entry["summary"])
+
+
+@dataclass(frozen=True)
+class FailedBisection:
+    """A campaign's bisection that could not run (a spec missing, a step's workflow failing)."""
+
+    baseline: str
+    candidate: str
+    error: str
+
+    def to_json(self) -> dict:
+        return {"baseline": self.baseline, "candidate": self.candidate, "error": self.error}
+
+    @classmethod
+    def from_json(cls, entry: dict) -> FailedBisection:
+        return cls(baseline=entry["baseline"], candidate=entry["candidate"], error=entry["error"])
+
+
+Bisection = BisectionRecord | FailedBisection
+
+# Where a campaign keeps what its bisections found (results/<campaign>/<this>), which the collection puts
+# in the dataset's attrs["bisections"] as it is.
+BISECTIONS_FILE = "bisections.json"
+# Where a bisection keeps its record, in its own folder beside its steps' campaign files.
+BISECTION_FILE = "bisect.json"
+
+
+def bisection_from_json(entry: dict) -> Bisection:
+    """A record as bisect.json or an entry of bisections.json holds it: the error form where it has one."""
+    return FailedBisection.from_json(entry) if "error" in entry else BisectionRecord.from_json(entry)
+
+
+def read_bisections(text: str) -> list[Bisection]:
+    """The records of a campaign's bisections.json (or of a dataset's attrs["bisections"])."""
+    return [bisection_from_json(entry) for entry in json.loads(text)]
+
+
+def bisection_text(record: Bisection) -> str:
+    """The JSON of one record, as bisect.json and `commlens bisect --json` hold it."""
+    return json.dumps(record.to_json(), indent=1) + "\n"
+
+
+def write_bisection(path, record: Bisection) -> None:
+    write_text(path, bisection_text(record))
+
+
+def write_bisections(path, records: list[Bisection]) -> None:
+    write_text(path, json.dumps([record.to_json() for record in records], indent=1) + "\n")
+
+
+def _with_optional(entry: dict, **optional) -> dict:
+    """`entry` with each of `optional` that is not None: keys older records (or failed steps) lack."""
+    return {**entry, **{key: value for key, value in optional.items() if value is not None}}
+
+
+def table_lines(record: BisectionRecord) -> list[str]:
+    """The record as `commlens bisect` prints it: how steps compared, a row per step (per watched cell,
+    where several), the answer."""
+    many = len(record.cells) > 1
+    lines = [f"bisect {record.baseline} -> {record.candidate}: {record.launches} launches a side per step, an "
+             f"undecided step measured again with twice as many up to {record.max_launches}; rows compared paired "
+             f"by round; changes below {record.min_effect:.0%} not reported, {record.confidence:.0%} intervals"]
+    if not many:
+        lines.append(f"cell: {record.cells[0] if record.cells else 'none left to watch'}")
+    lines.append(f"ratio: the release's time / the baseline's; candidate's: {record.candidate}'s / the baseline's "
+                 "in the same step (the change the release is held to)")
+    header = ["step", "release", "launches", *(["cell"] if many else []), "verdict", "ratio", "interval",
+              "candidate's", "outcome", "wall"]
+    rows = []
+    for step in record.steps:
+        for i, cell in enumerate(step.cells or [None]):
+            first = i == 0
+            launches = step.launches if step.launches is not None else record.launches
+            rows.append([str(step.step) if first else "", step.release if first else "",
+                         str(launches) if first else "",
+                         *([cell.describe() if cell else ""] if many else []),
+                         cell.verdict if cell else "", _number(cell.ratio if cell else None),
+                         f"[{_number(cell.ratio_low)}, {_number(cell.ratio_high)}]" if cell else "",
+                         _number(cell.reference_ratio if cell else None),
+                         ((cell.outcome or step.outcome) if many else step.outcome) if cell
+                         else f"{step.outcome}: {step.reason or ''}",
+                         format_duration(step.wall_s) if first else ""])
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        lines.append("  ".join(text.ljust(width) for text, width in zip(row, widths)).rstrip())
+    lines.append(record.summary)
+    return lines
+
+
+def _number(value) -> str:
+    return "" if value is None else format_number(value, 3)

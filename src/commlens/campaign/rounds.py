@@ -70,7 +70,7 @@ def seed_record(seed: int) -> str:
 
 
 # Where a campaign of launches until decided keeps its looks and the rounds it runs
-# (results/<campaign>/<this>); `commlens run` writes it after each look (commlens.cli.until_decided).
+# (results/<campaign>/<this>); `commlens run` writes it after each look (commlens.orchestrate.until_decided).
 DECISIONS_FILE = "decisions.json"
 
 

@@ -6,7 +6,9 @@ A spec names exactly one of
   module: an environment module to load (on clusters)
 and may set `family: mpich | openmpi` where it cannot be detected from mpiexec. A prefix
 whose tools carry other names (Debian's /usr/bin/mpicc.mpich, mpiexec.openmpi) names
-them with `mpicc:` and `mpiexec:`.
+them with `mpicc:` and `mpiexec:`. What release a spec is (family and version) is read from the spec
+alone where it says so (`spec_release`), and a family's specs ordered by release (`family_releases`:
+what a bisection searches).
 
 Creating an environment writes <env_dir>/activate.sh, which puts that library's
 mpicc and mpiexec first on PATH, and <env_dir>/library.json, which records what
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -34,12 +37,15 @@ from pathlib import Path
 
 import yaml
 
-from commlens.launch.families import FAMILIES, detect_family, detect_version, family_named
+from commlens.launch.families import FAMILIES, detect_family, detect_version, family_named, version_tuple
 from commlens.locations import ROOT
 
 KINDS = ("pip", "prefix", "module")
 TOOLS = ("mpicc", "mpiexec")          # a prefix's tools under other names (Debian's mpicc.mpich)
 LOG_TAIL_CHARS = 4000
+# What a spec says of its release without installing it (spec_release): a pip pin, a module's version.
+_PIN = re.compile(r"^\s*([A-Za-z0-9_.-]+)\s*==\s*(\d+(?:\.\d+)*)\s*$")
+_MODULE = re.compile(r"^([A-Za-z0-9_.-]+)/(\d+(?:\.\d+)*)$")
 
 
 # What interactive engines import, at the versions the analysis environment pins.
@@ -80,6 +86,71 @@ def load_spec(path) -> dict:
         raise LibrarySpecError(f"{path}: family {spec['family']!r} is not allowed; allowed: {', '.join(FAMILIES)} "
                                f"(commlens.launch.families registers others)")
     return spec
+
+
+def spec_release(path: Path) -> tuple[str | None, str | None]:
+    """(family, version) an installation spec says without installing it: `family:` or the pip
+    requirement's or module's name, and the version pinned (name==X), the module's (name/X) or the
+    file's name (<family>-X); None for what it does not say."""
+    spec = load_spec(path)
+    name = version = None
+    if "pip" in spec and (pin := _PIN.match(spec["pip"])):
+        name, version = pin.groups()
+    elif "module" in spec and (module := _MODULE.match(spec["module"])):
+        name, version = module.groups()
+    family = spec.get("family") or (name.lower() if name and name.lower() in FAMILIES else None)
+    if version is None and family and (stem := re.fullmatch(rf"{re.escape(family)}-(\d+(?:\.\d+)*)", path.stem)):
+        version = stem.group(1)
+    return family, version
+
+
+def family_releases(baseline: str, candidate: str, directory: Path) -> tuple[list[dict], list[str]]:
+    """The baseline, the releases of its family between it and the candidate, and the candidate, in
+    that order (by version), each {name, family, version, spec}; and a line per spec of the family left
+    out, with why. The specs are those of `directory`'s envs/mpi/, then the repository's."""
+    folders = [directory / "envs" / "mpi", ROOT / "envs" / "mpi"]
+    specs: dict[str, Path] = {}
+    for folder in folders:
+        for path in sorted(folder.glob("*.yaml")):
+            specs.setdefault(path.stem, path)
+    ends = []
+    for role, name in (("baseline", baseline), ("candidate", candidate)):
+        if name not in specs:
+            raise LibrarySpecError(f"{role} {name}: no spec envs/mpi/{name}.yaml in "
+                                   f"{' or '.join(str(f) for f in folders)}")
+        family, version = spec_release(specs[name])
+        if family is None or version is None:
+            raise LibrarySpecError(f"{specs[name]}: its family and version cannot be read from the spec (a pip "
+                                   "pin name==X, a module name/X, or family: and a file named <family>-X)")
+        ends.append({"name": name, "family": family, "version": version, "spec": str(specs[name])})
+    if ends[0]["family"] != ends[1]["family"]:
+        raise ValueError(f"{baseline} is {ends[0]['family']} and {candidate} is {ends[1]['family']}: a bisection "
+                         "runs over the releases of one family")
+    low, high = sorted(version_tuple(e["version"]) for e in ends)
+    if low == high:
+        raise ValueError(f"{baseline} and {candidate} are the same release ({ends[0]['version']})")
+    between, left_out, seen = [], [], {version_tuple(e["version"]) for e in ends}
+    for name, path in specs.items():
+        if name in (baseline, candidate):
+            continue
+        try:
+            family, version = spec_release(path)
+        except LibrarySpecError as error:
+            left_out.append(str(error))
+            continue
+        if family != ends[0]["family"]:
+            continue
+        if version is None:
+            left_out.append(f"{name}: no version in its spec")
+        elif low < version_tuple(version) < high:
+            if version_tuple(version) in seen:
+                left_out.append(f"{name}: another spec is release {version} too")
+                continue
+            seen.add(version_tuple(version))
+            between.append({"name": name, "family": family, "version": version, "spec": str(path)})
+    newer_first = version_tuple(ends[0]["version"]) > version_tuple(ends[1]["version"])
+    between.sort(key=lambda r: version_tuple(r["version"]), reverse=newer_first)
+    return [ends[0], *between, ends[1]], left_out
 
 
 def activation_script(spec: dict, env_dir: Path) -> str:

@@ -5,13 +5,13 @@ that changed as a table.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pandas as pd
 import xarray as xr
 
+from commlens.analysis.bisection import Bisection, FailedBisection, read_bisections
 from commlens.analysis.compare import VERDICTS, across, describe_launches, provenance_differences, within
 from commlens.analysis.sequential import after_round
 from commlens.analysis.ranges import changed_ranges, describe_range
@@ -90,8 +90,8 @@ def library_row_comparisons(data: ReportData) -> list:
 def _bisections_of(data: ReportData, row: str) -> tuple[str, ...]:
     """What the campaign's recorded bisections found about the installation library row `row` runs."""
     mpi = data.config.get("libraries", {}).get(row, {}).get("mpi")
-    records = json.loads(data.ds.attrs.get("bisections", "[]"))
-    return tuple(_describe_bisection(record) for record in records if record.get("candidate") == mpi)
+    records = read_bisections(data.ds.attrs.get("bisections", "[]"))
+    return tuple(_describe_bisection(record) for record in records if record.candidate == mpi)
 
 
 def baseline_comparisons(data: ReportData) -> list:
@@ -135,16 +135,15 @@ def baseline_warnings(dataset, baseline) -> list[str]:
     return provenance_differences(base, current)
 
 
-def _describe_bisection(record: dict) -> str:
+def _describe_bisection(record: Bisection) -> str:
     """One sentence for the report: what a recorded bisection (commlens bisect's record) watched and found."""
-    if "error" in record:
-        return f"Bisecting {record['baseline']} -> {record['candidate']} failed: {record['error']}."
+    if isinstance(record, FailedBisection):
+        return f"Bisecting {record.baseline} -> {record.candidate} failed: {record.error}."
     steps = []
-    for step in record["steps"]:
-        cell = next((c for c in step.get("cells", []) if c.get("ratio") is not None), None)
-        measured = (f", ratio {cell['ratio']:.3g} [{cell['ratio_low']:.3g}, {cell['ratio_high']:.3g}]"
-                    if cell else "")
-        steps.append(f"{step['release']} {step['outcome']}{measured}")
-    return (f"Which release: commlens bisect from {record['baseline']} to {record['candidate']}, watching "
-            f"{', '.join(record['cells'])}, {record['launches']} launches a side per step: {record['summary']}. "
+    for step in record.steps:
+        cell = next((c for c in step.cells if c.ratio is not None), None)
+        measured = f", ratio {cell.ratio:.3g} [{cell.ratio_low:.3g}, {cell.ratio_high:.3g}]" if cell else ""
+        steps.append(f"{step.release} {step.outcome}{measured}")
+    return (f"Which release: commlens bisect from {record.baseline} to {record.candidate}, watching "
+            f"{', '.join(record.cells)}, {record.launches} launches a side per step: {record.summary}. "
             f"Steps: {'; '.join(steps)}.")

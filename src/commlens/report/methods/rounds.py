@@ -59,7 +59,7 @@ def _rounds_apart(ds: xr.Dataset, rounds: np.ndarray, placed: np.ndarray) -> boo
 
 def until_decided_paragraph(ds: xr.Dataset, until: dict) -> str:
     """How a campaign of launches until decided chose its rounds, from the looks its dataset recorded
-    (commlens.cli.until_decided)."""
+    (commlens.orchestrate.until_decided)."""
     text = f"Launches until decided: at least {until['min']} and at most {until['max']} rounds."
     recorded = ds.attrs.get("until_decided")
     if recorded is None:

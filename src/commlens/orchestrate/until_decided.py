@@ -2,7 +2,7 @@
 campaign's launches round by round through the workflow and, from launches.min rounds on, looks after
 each round at every `compare:` pair (commlens.analysis.sequential.after_round): another round runs
 while a compared cell is undecided and could still be decided, up to launches.max. The dataset and
-report are made once, after the last round (commlens.cli.run).
+report are made once, after the last round (commlens.orchestrate.campaign_run).
 
 Each look is kept in results/<campaign>/decisions.json: the workflow reads from it how many rounds to
 run (a campaign stopped in the middle goes on where it was), and the collection keeps it in the dataset,
@@ -14,8 +14,7 @@ for the campaign's.
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 
 from commlens.analysis.sequential import DECIDED, UNDECIDED, after_round
@@ -23,12 +22,17 @@ from commlens.campaign import Campaign
 from commlens.campaign.rounds import DECISIONS_FILE, recorded_decisions, recorded_seed
 from commlens.data.collect import build_dataset, stream_raw
 from commlens.io.atomic import write_text
+from commlens.orchestrate.workflow_run import Workflow
 
 # The workflow target that runs every launch of the rounds asked for, and nothing after them.
 LAUNCHES_TARGET = "launches"
 
 
-def run_until_decided(campaign: Campaign, workdir: Path, run_workflow: Callable[[list[str]], tuple[int, bool]],
+class RoundsSetByLooks(ValueError):
+    """Snakemake's arguments set the rounds of a campaign whose looks choose them."""
+
+
+def run_until_decided(campaign: Campaign, workdir: Path, run_workflow: Workflow,
                       build_dir: Path | None = None) -> tuple[int, bool]:
     """Rounds until decided; (exit status, interrupted) of the last workflow run. `run_workflow(targets)`
     runs the campaign's workflow with those targets."""
@@ -96,8 +100,9 @@ def _dataset(campaign: Campaign, workdir: Path, build_dir: Path, rounds: int):
         return build_dataset(campaign, stream, records["envs"], records["kernels"], refused)
 
 
-def refuse_when_asked_for_rounds(snakemake_args: list[str]) -> None:
-    """`--config rounds=N` would fight the looks over how many rounds run."""
+def refuse_when_asked_for_rounds(snakemake_args: Sequence[str]) -> None:
+    """RoundsSetByLooks where Snakemake's arguments have `--config rounds=N`, which would fight the looks
+    over how many rounds run."""
     if any(arg.startswith("rounds=") for arg in snakemake_args):
-        sys.exit("commlens run: rounds= is set by launches until decided itself (results/<campaign>/"
-                 f"{DECISIONS_FILE}); leave it out")
+        raise RoundsSetByLooks(f"rounds= is set by launches until decided itself (results/<campaign>/"
+                               f"{DECISIONS_FILE}); leave it out")
