@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from commlens import cli
 from commlens.analysis import models
@@ -66,7 +67,8 @@ def test_parameter_table_gives_each_regime_and_the_hockney_fit_only_where_it_fit
     assert leading_number(one["latency, first regime (us) [95%]"]) == pytest.approx(2.0, rel=0.03)
     # Percentiles at the smallest size, next to mean and median, ordered as percentiles are.
     p50, p90, p99 = (one[f"latency at 1 B (us): {name}"] for name in ("P50 (median)", "P90", "P99"))
-    assert p50 == pytest.approx(2.0, rel=0.03) and p50 < p90 < p99
+    assert p50 == pytest.approx(2.0, rel=0.03) and p50 < p90
+    assert np.isnan(p99)        # 30 samples a launch: too few to have a P99 (100), not shown
     assert "standard errors" in table.caption and "P99" in table.caption
 
 
@@ -77,9 +79,9 @@ BIDIRECTIONAL = """
     placements:
       - {name: 1N2P, nodes: 1, ppn: 2}
     kernels:
-      pingpong.send: {sizes: {list: [8, 1Ki, 64Ki]}}
-      stream.bi: {sizes: {list: [8, 1Ki, 64Ki]}}
-      exchange.sendrecv: {sizes: {list: [8, 1Ki, 64Ki]}}
+      pingpong.send: {sizes: {list: [0, 8, 1Ki, 64Ki]}}
+      stream.bi: {sizes: {list: [0, 8, 1Ki, 64Ki]}}
+      exchange.sendrecv: {sizes: {list: [0, 8, 1Ki, 64Ki]}}
     launches: 2
     precision: {rse: 0.05, min_samples: 5, max_samples: 100, max_point_time: 0.5}
     timeout: 120
@@ -88,7 +90,7 @@ BIDIRECTIONAL = """
 
 @pytest.fixture(scope="module")
 def bidirectional(workspace, built):
-    """A real campaign's dataset (the workflow's, report left out) with two bidirectional kernels."""
+    """A real campaign's dataset (the workflow's, report left out) with two bidirectional kernels, from 0 B."""
     campaign = write_campaign(workspace / "config" / "campaigns", BIDIRECTIONAL, "bidirectional.yaml")
     dataset = workspace / "results" / "bidirectional" / "bidirectional.nc"
     snakemake(workspace, str(dataset.relative_to(workspace)), "--configfile", str(campaign))
@@ -107,17 +109,89 @@ def test_cli_bandwidth_and_percentiles_are_the_reports(bidirectional, capsys):
         fields = printed[kernel]
         largest = points[(points["kernel"] == kernel) & (points["size"] == 65536)].iloc[0]
         assert fields[-3:] == ["64", "KiB", format_mbps(largest["bandwidth_Bps"])], fields
-        # The time columns at 8 B: mean, P50, P90, P99 in microseconds, as the summary gives them and
-        # written as every table writes them (commlens.units).
-        smallest = ds.commlens.summary(ci=False).sel(library="mpich-5.0.2", placement="1N2P", kernel=kernel, size=8)
-        assert fields[3:9] == ["8", "B", *(format_us(float(smallest[name])) for name in ("mean", "p50", "p90",
-                                                                                          "p99"))], fields
-        assert smallest["mean"] <= smallest["p99"]
+        # The time columns at 0 B: mean, P50, P90, P99 in microseconds, as the summary gives them and
+        # written as every table writes them (commlens.units); a tail only from samples enough for it.
+        smallest = ds.commlens.summary(ci=False).sel(library="mpich-5.0.2", placement="1N2P", kernel=kernel, size=0)
+        fewest = int(ds["sample_count"].sel(library="mpich-5.0.2", placement="1N2P", kernel=kernel, size=0).min())
+        tails = [format_us(float(smallest[name])) if fewest >= needed else "-"
+                 for name, needed in (("p90", 10), ("p99", 100))]
+        assert fields[3:9] == ["0", "B", format_us(float(smallest["mean"])), format_us(float(smallest["p50"])),
+                               *tails], fields
+        assert 0 < smallest["mean"] <= smallest["p99"]
     # Both directions count: stream.bi and the exchange move twice the message per timed unit.
     for kernel in ("stream.bi", "exchange.sendrecv"):
         one_way = 65536 / float(summary["median"].sel(kernel=kernel)) / 1e6
         assert float(printed[kernel][-1]) == pytest.approx(2 * one_way, rel=1e-3)
     assert printed["stream.bi"][-1] == table_cell(table, "stream.bi at 64 KiB (MB/s)")
+
+
+@pytest.mark.mpi
+def test_per_size_view_gives_every_size_from_0_bytes_and_says_which_tails_had_too_few_samples(bidirectional,
+                                                                                               capsys):
+    """`commlens summary --per-size`: per curve a row per size, 0 B included, with its samples, launches, the
+    time's mean, P50, P90 and P99 as the summary gives them, and MB/s from the median (none at 0 B); a tail
+    the launches took too few samples for is '-', and the row says how many they took."""
+    ds = open_campaign(bidirectional)
+    stats = ds.commlens.summary(ci=False)
+    assert cli.main(["summary", str(bidirectional), "--per-size"]) == 0
+    text = capsys.readouterr().out
+    blocks = {block.split(",")[2].split(":")[0].strip(): block.splitlines()[1:] for block in text.split("\n\n")[1:]}
+    assert set(blocks) == {"pingpong.send", "stream.bi", "exchange.sendrecv"}
+    for kernel, lines in blocks.items():
+        assert lines[0].split() == ["bytes", "samples", "launches", "mean", "P50", "P90", "P99", "MB/s"]
+        assert [int(line.split()[0]) for line in lines[1:]] == [0, 8, 1024, 65536]
+        for line in lines[1:]:
+            size, samples, launches, mean, p50, p90, p99, mbps, *words = line.split()
+            point = stats.sel(library="mpich-5.0.2", placement="1N2P", kernel=kernel, size=int(size))
+            counts = ds["sample_count"].sel(library="mpich-5.0.2", placement="1N2P", kernel=kernel, size=int(size))
+            assert (int(samples), int(launches)) == (int(counts.sum()), 2)
+            assert [mean, p50] == [format_us(float(point["mean"])), format_us(float(point["p50"]))]
+            assert mbps == ("-" if size == "0" else format_mbps(float(point["bandwidth"])))
+            fewest, most = int(counts.min()), int(counts.max())
+            had = f"{fewest} to {most}" if most != fewest else str(fewest)
+            if fewest < 10:
+                assert [p90, p99] == ["-", "-"]
+                assert " ".join(words) == f"P90, P99 not shown: need 10 and 100 samples a launch, had {had}"
+            elif fewest < 100:
+                assert p90 == format_us(float(point["p90"])) and p99 == "-"
+                assert " ".join(words) == f"P99 not shown: needs 100 samples a launch, had {had}"
+            else:
+                assert [p90, p99] == [format_us(float(point[name])) for name in ("p90", "p99")] and not words
+
+
+def test_tail_percentiles_are_shown_only_from_samples_enough_to_have_a_tail(capsys):
+    """One sample a launch has no tail: its mean, P50, P90 and P99 are the one value. P90 is shown from 10
+    samples a launch, P99 from 100 (1 / (1 - q), so that one of them can lie beyond it; P90's is the report's
+    own threshold for reading a launch's tail); fewer, and the summary says how many there were."""
+    from commlens.cli.summary import TAILS, format_table, per_size_blocks, summary_rows
+    from commlens.report.glance import TAIL_SAMPLES
+
+    assert TAILS == {"p90": TAIL_SAMPLES, "p99": 100}
+    noise = syn.Noise(0.05)
+    ds = syn.campaign_dataset({(f"{n} a launch", "1N2P", "pingpong.send"): syn.generate(
+        np.array([0, 8, 1024]), syn.GroundTruth(2e-6, 5e9), noise, n, 2, seed=n) for n in (1, 20, 30, 150)})
+    ds["status"] = xr.full_like(ds["sample_count"].isel(size=0, drop=True), "ok", dtype=object)
+    stats = ds.commlens.summary(ci=False)
+    rows, notes = summary_rows(ds)
+    cells = {row[0]: row[3:8] for row in rows}
+    one = stats.sel(library="1 a launch", placement="1N2P", kernel="pingpong.send", size=0)
+    assert float(one["mean"]) == float(one["p50"]) == float(one["p90"]) == float(one["p99"])   # what it would say
+    assert cells["1 a launch"] == ["0 B", format_us(float(one["mean"])), format_us(float(one["p50"])), "-", "-"]
+    assert cells["20 a launch"][-2] != "-" and cells["20 a launch"][-1] == "-"
+    assert "-" not in cells["150 a launch"]
+    # A curve's own words; curves that lack the same tails share a line (a campaign of many kernels).
+    assert notes == [("1 a launch, 1N2P, pingpong.send at 0 B: P90, P99 not shown: need 10 and 100 samples a launch, "
+                      "had 1"),
+                     ("P99 not shown for 2 curves at their smallest size: needs 100 samples a launch, had 20 to 30 "
+                      "(--per-size: each size's)")]
+    assert "-" in format_table(rows)
+    blocks = per_size_blocks(ds)
+    assert [block.splitlines()[0].split(",")[0] for block in blocks] == ["1 a launch", "150 a launch", "20 a launch",
+                                                                         "30 a launch"]
+    one_rows = [line.split() for line in blocks[0].splitlines()[2:]]
+    assert [row[:3] for row in one_rows] == [["0", "2", "2"], ["8", "2", "2"], ["1024", "2", "2"]]
+    assert all(row[5:7] == ["-", "-"] and " ".join(row[8:]) == "P90, P99 not shown: need 10 and 100 samples a "
+               "launch, had 1" for row in one_rows)
 
 
 def table_cell(row, column: str) -> str:
@@ -128,11 +202,13 @@ def table_cell(row, column: str) -> str:
 
 
 def _table_lines(capsys, dataset) -> list[str]:
-    """The rows of `commlens summary`'s table (after its two header lines)."""
+    """The rows of `commlens summary`'s table (after its two header lines; before its legend lines and
+    the lines that say which tails had too few samples)."""
     assert cli.main(["summary", str(dataset)]) == 0
     lines = capsys.readouterr().out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("library"))
-    return [line for line in lines[start + 1:] if line.strip()]
+    return [line for line in lines[start + 1:] if line.strip() and not line.startswith("[")
+            and " not shown" not in line]
 
 
 OSU = Path(__file__).parent / "data" / "osu-7.4"

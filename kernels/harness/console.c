@@ -1,7 +1,8 @@
-/* What a person reads while a kernel runs: without -o or --json, a table on stdout as OSU prints one
- * (a header naming the kernel, the library and the timing, then a row per size as it is measured);
- * otherwise a line per size on stderr beside the JSON Lines. Times in us, bandwidths in MB/s (1e6 B/s).
- * Rank 0 only. */
+/* What a person reads while a kernel runs: without -o or --json, a table on stdout (a header naming the kernel,
+ * the library and the timing, then a row per size as it is measured; with --osu, OSU's own table); otherwise a
+ * line per size on stderr beside the JSON Lines. Times in us, bandwidths in MB/s (1e6 B/s). Rank 0 only.
+ *
+ * Every cell of a row is one word, so that `awk '{print $2}'` reads a column as it reads OSU's tables. */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -62,6 +63,38 @@ static void library_name(char *out, size_t len)
     out[used] = '\0';
 }
 
+/* --osu: OSU's own table, as osu_latency and osu_bw print it (osu_util.h, with FIELD_WIDTH 18 as OSU's configure
+ * sets it), so that an old log diffs line by line against it: a blank line, the title, the datatype and the column
+ * header, then per size the mean time or OSU's bandwidth (bytes over the mean time) with two decimals; with
+ * --integrity, the Validation column of OSU's -c. The title alone differs from OSU's, which name their own
+ * programs: it names this one and its kernel, so that no one takes the log for OSU's. */
+#define OSU_SIZE_WIDTH 10
+#define OSU_FIELD_WIDTH 18
+
+static const char *osu_datatype(const char *datatype)
+{
+    if (strcmp(datatype, "int") == 0) return "MPI_INT";
+    if (strcmp(datatype, "double") == 0) return "MPI_DOUBLE";
+    return "MPI_BYTE";
+}
+
+static void osu_header(const struct cl_console *c, const struct cl_options *o)
+{
+    fprintf(c->table, "\n# commlens-kernels %s, timed as OSU MPI %s Test v" CL_OSU_VERSION "\n# Datatype: %s.\n",
+            c->kernel->name, c->bandwidth ? "Bandwidth" : "Latency", osu_datatype(o->datatype));
+    fprintf(c->table, "%-*s%*s", OSU_SIZE_WIDTH, "# Size", OSU_FIELD_WIDTH,
+            c->bandwidth ? "Bandwidth (MB/s)" : "Avg Latency(us)");
+    if (c->integrity) fprintf(c->table, "%*s", OSU_FIELD_WIDTH, "Validation");
+    fputc('\n', c->table);
+}
+
+static void osu_row(const struct cl_console *c, const struct cl_point *p)
+{
+    fprintf(c->table, "%-*zu%*.2f", OSU_SIZE_WIDTH, p->size, OSU_FIELD_WIDTH, shown(c, p->size, p->mean));
+    if (c->integrity) fprintf(c->table, "%*s", OSU_FIELD_WIDTH, p->errors ? "Fail" : "Pass");
+    fputc('\n', c->table);
+}
+
 void cl_console_begin(struct cl_console *c, const struct cl_options *o, const struct cl_kernel *kernel,
                       const struct cl_context *ctx)
 {
@@ -69,17 +102,15 @@ void cl_console_begin(struct cl_console *c, const struct cl_options *o, const st
                              .bandwidth = cl_reads_as_bandwidth(kernel, o->params.window), .nprocs = ctx->nprocs,
                              .timing = o->timing, .integrity = o->integrity};
     if (ctx->rank != 0 || !c->table) return;
+    if (o->timing == CL_TIMING_OSU) {
+        osu_header(c, o);
+        fflush(c->table);
+        return;
+    }
     char library[128];
     library_name(library, sizeof library);
     fprintf(c->table, "# commlens-kernels %s: %s\n# %s, %d ranks\n", kernel->name, kernel->metric, library, ctx->nprocs);
-    if (o->timing == CL_TIMING_OSU) {
-        long small[2], large[2];
-        enum cl_osu_kind kind = cl_osu_kind(kernel, &o->params);
-        cl_osu_counts(o, kind, 1, &small[0], &small[1]);
-        cl_osu_counts(o, kind, CL_OSU_LARGE_MESSAGE_SIZE + 1, &large[0], &large[1]);
-        fprintf(c->table, "# timing: osu: %ld iterations after %ld warm-up (above 8 KiB: %ld after %ld), each timed "
-                          "on its own; the mean, as OSU reports\n", small[0], small[1], large[0], large[1]);
-    } else if (o->iterations) {
+    if (o->iterations) {
         long per_batch;
         int batches = cl_fixed_batches(o, &per_batch);
         fprintf(c->table, "# timing: precision: the median of %d timed batches of %ld iterations (-i %ld in "
@@ -90,38 +121,40 @@ void cl_console_begin(struct cl_console *c, const struct cl_options *o, const st
                           "standard error is at most %g%% (--osu: OSU's mean of single iterations)\n",
                 100 * o->rse_target);
     }
-    const char *centre = o->timing == CL_TIMING_OSU ? "mean" : "median";
-    char headings[3][32];
+    const char *headings[3] = {"Median(us)", "Min(us)", "P99(us)"};
     if (c->bandwidth) {
         fputs("# MB/s = 1e6 B/s; best: from the fastest sample; P99: from the 99th-percentile time\n", c->table);
-        snprintf(headings[0], sizeof headings[0], "MB/s(%s)", centre);
-        snprintf(headings[1], sizeof headings[1], "MB/s(best)");
-        snprintf(headings[2], sizeof headings[2], "MB/s(P99)");
-    } else {
-        snprintf(headings[0], sizeof headings[0], "%c%s(us)", toupper((unsigned char)centre[0]), centre + 1);
-        snprintf(headings[1], sizeof headings[1], "Min(us)");
-        snprintf(headings[2], sizeof headings[2], "P99(us)");
+        headings[0] = "MB/s(median)", headings[1] = "MB/s(best)", headings[2] = "MB/s(P99)";
     }
-    fprintf(c->table, "# %-8s %14s %14s %14s %8s  %s\n", "Size", headings[0], headings[1], headings[2], "Samples",
-            c->integrity ? "Settled  Errors" : "Settled");
+    fputs("# Settled: whether the point met the precision target; RSE(%): the relative standard error of its mean\n",
+          c->table);
+    fprintf(c->table, "# %-8s %14s %14s %14s %8s  %-7s  %6s%s\n", "Size", headings[0], headings[1], headings[2],
+            "Samples", "Settled", "RSE(%)", c->integrity ? "  Errors" : "");
     fflush(c->table);
 }
 
 void cl_console_point(const struct cl_console *c, const struct cl_point *p)
 {
+    if (c->table && c->timing == CL_TIMING_OSU) {
+        osu_row(c, p);
+        fflush(c->table);
+        return;
+    }
     struct row r = summarise(p, c->timing);
-    char settled[32];
-    if (p->settled) snprintf(settled, sizeof settled, "yes");
-    else if (isfinite(p->rse)) snprintf(settled, sizeof settled, "no (rse %.1f%%)", 100 * p->rse);
-    else snprintf(settled, sizeof settled, "no");
     if (c->table) {
-        fprintf(c->table, "%-10zu %14.2f %14.2f %14.2f %8d  %s", p->size, shown(c, p->size, r.centre),
-                shown(c, p->size, r.fastest), shown(c, p->size, r.p99), p->n, settled);
-        if (c->integrity) fprintf(c->table, "  %ld", p->errors);
+        char rse[16] = "-";   /* where the samples give none (fewer than two, or no positive mean) */
+        if (isfinite(p->rse)) snprintf(rse, sizeof rse, "%.2f", 100 * p->rse);
+        fprintf(c->table, "%-10zu %14.2f %14.2f %14.2f %8d  %-7s  %6s", p->size, shown(c, p->size, r.centre),
+                shown(c, p->size, r.fastest), shown(c, p->size, r.p99), p->n, p->settled ? "yes" : "no", rse);
+        if (c->integrity) fprintf(c->table, "  %6ld", p->errors);
         fputc('\n', c->table);
         fflush(c->table);
         return;
     }
+    char settled[32];
+    if (p->settled) snprintf(settled, sizeof settled, "yes");
+    else if (isfinite(p->rse)) snprintf(settled, sizeof settled, "no (rse %.1f%%)", 100 * p->rse);
+    else snprintf(settled, sizeof settled, "no");
     const char *unit = c->bandwidth ? "MB/s" : "us", *centre = c->timing == CL_TIMING_OSU ? "mean" : "median";
     fprintf(c->progress, "%s %zu B: %s %.2f %s, %s %.2f %s, P99 %.2f %s; ", c->kernel->name, p->size, centre,
             shown(c, p->size, r.centre), unit, c->bandwidth ? "best" : "min", shown(c, p->size, r.fastest), unit,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalogue.h"
 #include "numbers.h"
 #include "options.h"
 #include "suggest.h"
@@ -156,7 +157,8 @@ static const char *choice(struct cl_options *o, int c, const char *text, const c
     return refuse(o, "%s %s: expects %s", name, text, allowed);
 }
 
-/* -m as OSU takes it: MAX, MIN:MAX, MIN: or :MAX. */
+/* -m as OSU takes it: MAX, MIN:MAX, MIN: or :MAX (checked against the other end once it is known:
+ * default_range). */
 static const char *size_range(struct cl_options *o, const char *text)
 {
     const char *colon = strchr(text, ':');
@@ -180,9 +182,25 @@ static const char *size_range(struct cl_options *o, const char *text)
         if (problem) return refuse(o, "-m %s: MAX %s is %s", text, high,
                                    problem == CL_NUMBER_MALFORMED ? "not a size (" CL_SIZE_SYNTAX ")" : "too large");
     }
-    if (o->schedule.min > o->schedule.max)
-        return refuse(o, "-m %s: MIN (%zu) must be <= MAX (%zu)", text, o->schedule.min, o->schedule.max);
+    o->min_given = *low != '\0';
+    o->max_given = *high != '\0';
     return NULL;
+}
+
+/* The ends of the range -m leaves out. The powers schedule is OSU's and IMB's: from 0 B for a kernel read as a
+ * time, as IMB's PingPong and osu_latency before OSU 7 (7.4 starts at 1 B; -m 1: gives its range): the cost of
+ * a message that carries no data. From 1 B for one read as a bandwidth, which 0 B in some time is not, and for a
+ * collective, which MPI lets return at once with no data: the methods' corrections would then outweigh it (a
+ * negative coll.scan). The small schedule is the reports' 4 to 8000 B (1 to 2000 four-byte integers); the others
+ * start at 1 B. */
+static void default_range(struct cl_options *o)
+{
+    const struct cl_kernel *kernel = cl_find_kernel(o->kernel);
+    int small = strcmp(o->schedule.name, "small") == 0, powers = strcmp(o->schedule.name, "powers") == 0;
+    int from_zero = powers && kernel && !cl_reads_as_bandwidth(kernel, o->params.window)
+                    && !cl_kernel_tagged(kernel, "collective");
+    if (!o->min_given) o->schedule.min = small ? 4 : from_zero ? 0 : 1;
+    if (!o->max_given) o->schedule.max = small ? 8000 : 4194304;
 }
 
 /* --sizes A,B,...: each a size, none twice (sizes.c reads the list again the same way). */
@@ -253,11 +271,10 @@ const char *cl_parse_options(int argc, char **argv, struct cl_options *o, enum c
     static const char *const halos[] = {"blocking", "nonblocking", NULL};
     static const char *const methods[] = {"accurate", "lower", "upper", "root", "window", NULL};
     const char *window_buffers = NULL;    /* not given: shared, or distinct with --integrity */
-    const char *text, *problem = NULL;
+    const char *text, *problem = NULL, *range = NULL;   /* range: -m's value */
     int list = 0;
     *o = (struct cl_options){
-        .schedule = {.name = "powers", .min = 1, .max = 4194304, .per_octave = 2,
-                     .perturbation = 3, .step = 32},
+        .schedule = {.name = "powers", .per_octave = 2, .perturbation = 3, .step = 32},   /* range: default_range */
         .warmup = 10, .rse_target = 0.01, .min_samples = 10, .max_samples = 500,
         .max_point_time_s = 5.0, .min_sample_time_s = 1e-4, .timer = CL_TIMER_MPI_WTIME,
         .shuffle_seed = -1, .hang_after = -1, .cache_mode = "reuse", .datatype = "byte",
@@ -271,7 +288,7 @@ const char *cl_parse_options(int argc, char **argv, struct cl_options *o, enum c
     /* The leading ':' tells a missing value (':') from an unknown option ('?'). */
     while (!problem && (c = getopt_long(argc, argv, ":m:x:i:o:h", LONG_OPTIONS, NULL)) != -1) {
         switch (c) {
-        case 'm': problem = size_range(o, optarg); o->sizes_given = 1; break;
+        case 'm': problem = size_range(o, range = optarg); break;
         case 'x': problem = whole(o, c, optarg, 0, LONG_MAX, &o->warmup); o->warmup_given = 1; break;
         case 'i': problem = whole(o, c, optarg, 1, LONG_MAX, &o->iterations); break;
         case 'o': o->output = optarg; break;
@@ -286,7 +303,7 @@ const char *cl_parse_options(int argc, char **argv, struct cl_options *o, enum c
             problem = size_list(o, optarg);
             o->schedule.list = optarg;
             o->schedule.name = "list";
-            o->sizes_given = 1;
+            o->min_given = o->max_given = 1;
             break;
         case OPT_PER_OCTAVE: problem = whole_int(o, c, optarg, 1, 64, &o->schedule.per_octave); break;
         case OPT_PERTURBATION: problem = size_value(o, c, optarg, 0, SIZE_MAX, &o->schedule.perturbation); break;
@@ -353,9 +370,15 @@ const char *cl_parse_options(int argc, char **argv, struct cl_options *o, enum c
     if (optind == argc) return refuse(o, "no KERNEL given (commlens-kernels --list lists them)");
     if (optind < argc - 1) return refuse(o, "one KERNEL at a time: got %s and %s", argv[optind], argv[optind + 1]);
     o->kernel = argv[optind];
-    if (!o->sizes_given && strcmp(o->schedule.name, "small") == 0) {
-        o->schedule.min = 4;      /* 1 to 2000 four-byte integers, as the reports measure */
-        o->schedule.max = 8000;
+    default_range(o);
+    if (range && o->schedule.min > o->schedule.max) {
+        if (!o->min_given)
+            return refuse(o, "-m %s: MAX (%zu) is below the default MIN of %s on the %s schedule (%zu B): give MIN too",
+                          range, o->schedule.max, o->kernel, o->schedule.name, o->schedule.min);
+        if (!o->max_given)
+            return refuse(o, "-m %s: MIN (%zu) is above the default MAX of the %s schedule (%zu B): give MAX too", range,
+                          o->schedule.min, o->schedule.name, o->schedule.max);
+        return refuse(o, "-m %s: MIN (%zu) must be <= MAX (%zu)", range, o->schedule.min, o->schedule.max);
     }
     if (o->max_samples < o->min_samples)
         return refuse(o, "--min-samples %d is more than --max-samples %d", o->min_samples, o->max_samples);

@@ -49,13 +49,15 @@ struct cl_schedule {
 
 /* How a size is measured (see --help): samples to a precision target, or OSU's fixed iterations. */
 enum cl_timing { CL_TIMING_PRECISION, CL_TIMING_OSU };
+/* The OSU Micro-Benchmarks whose timing, defaults and table --osu follows (osu.c, console.c). */
+#define CL_OSU_VERSION "7.4"
 
 struct cl_options {
     const char *kernel;
     const char *output;       /* -o: JSON Lines there */
     int json;                 /* --json: JSON Lines on stdout (without -o or --json: a table) */
     struct cl_schedule schedule;
-    int sizes_given;          /* -m or --sizes on the command line */
+    int min_given, max_given; /* -m gave MIN, MAX (--sizes: both); else the schedule and kernel say (options.c) */
     enum cl_timing timing;
     long warmup;              /* -x: warm-up iterations per size */
     int warmup_given;

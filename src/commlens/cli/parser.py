@@ -89,6 +89,10 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     summary.add_argument("target", help="campaign file or dataset (.nc)")
     summary.add_argument("--check", action="store_true",
                          help="exit 1 if any library row or launch gave no data")
+    summary.add_argument("--per-size", action="store_true",
+                         help="then every size of every curve: samples, launches, the time's mean, P50 (the "
+                              "median), P90 and P99 (us), MB/s; a tail only where each launch took samples enough "
+                              "to have one, else how many it took")
     summary.set_defaults(verb=_verb("summary", "summary_command"))
 
     report = verbs.add_parser("report", help="regenerate report.html and figures/ from a dataset "
