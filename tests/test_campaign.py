@@ -24,7 +24,8 @@ def test_default_campaign_is_valid_and_has_defaults():
     assert campaign.placements == ["1N2P", "2N1P"]
     assert campaign.launches == 3
     assert len(list(campaign.runs())) == 2 * 2 * 1 * 3
-    assert campaign.kernel_args("pingpong.send", 0)[:5] == ["pingpong.send", "--schedule", "powers", "-m", "1:4194304"]
+    # No MIN: the harness's own, 0 B for a latency (as osu_latency and IMB's PingPong), 1 B for a bandwidth.
+    assert campaign.kernel_args("pingpong.send", 0)[:5] == ["pingpong.send", "--schedule", "powers", "-m", ":4194304"]
 
 
 def test_defaults_fill_what_the_file_leaves_out(tmp_path):
@@ -44,7 +45,7 @@ def test_defaults_fill_what_the_file_leaves_out(tmp_path):
 def test_omitted_sizes_default_to_powers_up_to_4mi(tmp_path):
     text = VALID.replace("pingpong.send: {sizes: {list: [1, 1Ki, 64Ki]}}", "pingpong.send: {}")
     campaign = load_campaign(write(tmp_path, text))
-    assert campaign.kernel_args("pingpong.send", 0)[:5] == ["pingpong.send", "--schedule", "powers", "-m", "1:4194304"]
+    assert campaign.kernel_args("pingpong.send", 0)[:5] == ["pingpong.send", "--schedule", "powers", "-m", ":4194304"]
 
 
 def test_schedules_take_their_own_ranges_and_options(tmp_path):

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 
 from commlens.campaign import rounds
-from commlens.campaign.kernels import kernel_of, schedule_range, timing_args
+from commlens.campaign.kernels import kernel_of, size_range_option, timing_args
 from commlens.units import parse_size
 
 
@@ -79,8 +79,7 @@ class Campaign:
         if "list" in sizes:
             args = ["--sizes", ",".join(str(parse_size(s)) for s in sizes["list"])]
         else:
-            low, high = schedule_range(sizes)
-            args = ["--schedule", sizes["schedule"], "-m", f"{low}:{high}"]
+            args = ["--schedule", sizes["schedule"], "-m", size_range_option(sizes)]
             for key, option in (("per_octave", "--per-octave"), ("perturbation", "--perturbation"),
                                 ("step", "--step")):
                 if key in sizes:

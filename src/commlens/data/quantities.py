@@ -12,6 +12,17 @@ from commlens.launch.catalogue import describe_kernel
 PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
+def tail_samples(quantile: float) -> int:
+    """Samples a launch needs before its `quantile` is shown: 1 / (1 - quantile), enough that one of them
+    can lie beyond it (10 for P90, 100 for P99). From fewer, a launch's P99 is its slowest sample or two,
+    not a tail."""
+    return round(1 / (1 - quantile))
+
+
+# The tails shown only from enough samples a launch (P50, the median, is a launch's from one sample).
+TAILS = {name: tail_samples(q) for name, q in PERCENTILES.items() if q > 0.5}
+
+
 def bytes_factor(kernel: str, nprocs: float, factor: float | None = None, per: str | None = None) -> float:
     """Bytes a kernel moves per timed unit, in units of its message size (the catalogue's bytes_moved:
     both directions for the bidirectional kernels, every pair for multipair, every task for the file

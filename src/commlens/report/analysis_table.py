@@ -17,7 +17,9 @@ import xarray as xr
 import commlens.analysis  # noqa: F401  (registers ds.commlens, which ReportData uses)
 from commlens.campaign import kernel_of
 from commlens.data.kernels import kernel_tags, windowed_kernels
-from commlens.data.quantities import PERCENTILES
+from commlens.data.origins import imported_libraries
+from commlens.data.quantities import PERCENTILES, TAILS
+from commlens.data.samples import POINT_DIMS
 from commlens.report.comparisons import baseline_comparisons, library_row_comparisons
 from commlens.units import MB, US
 
@@ -77,10 +79,17 @@ class ReportData:
             frame[coord] = frame["placement"].map(values).astype(np.asarray(ds[coord].values).dtype)
         for name in ("bandwidth", "bandwidth_low", "bandwidth_high"):
             frame[f"{name}_MBps"] = frame[f"{name}_Bps"] / MB
+        # A tail is shown only where every launch took samples enough to have one (data.quantities.TAILS);
+        # an imported row's percentiles are its suite's, over its own iterations.
+        fewest = ds["sample_count"].where(ds["sample_count"] > 0).min("launch").to_dataframe("fewest")
+        frame = frame.join(fewest["fewest"], on=list(POINT_DIMS[:-1]))
+        own = ~frame["library"].isin(imported_libraries(ds))
+        for name, needed in TAILS.items():
+            frame.loc[own & ~(frame["fewest"] >= needed), f"{name}_s"] = np.nan
         frame["time_us"] = frame["median_s"] / US
         for name in ("mean", *PERCENTILES, "ci_low", "ci_high"):
             frame[f"{name}_us"] = frame[f"{name}_s"] / US
-        return frame.reset_index(drop=True)
+        return frame.drop(columns="fewest").reset_index(drop=True)
 
     @cached_property
     def findings(self) -> pd.DataFrame:

@@ -22,7 +22,7 @@ import xarray as xr
 from commlens.data.origins import curve_marks, curve_origins, imported_libraries, legends
 from commlens.report.analysis_table import ReportData
 from commlens.analysis.stats import interval_over_launches
-from commlens.data.quantities import bandwidth
+from commlens.data.quantities import TAILS, bandwidth
 from commlens.units import MB, US, format_launch_interval, format_number, format_size, format_size_range
 
 # A launch's P90 this many times its median: a tenth of its samples took that much longer.
@@ -31,8 +31,8 @@ WIDE_TAIL = 2.0
 LAUNCHES_APART = 1.5
 # Below this share of points that met the precision target, the report says so up front.
 FEW_SETTLED = 0.5
-# Percentiles of a launch with fewer samples say little about its tail.
-TAIL_SAMPLES = 10
+# Percentiles of a launch with fewer samples say little about its tail (P90's rule: data.quantities.TAILS).
+TAIL_SAMPLES = TAILS["p90"]
 # More headline rows than this and the rest are in the tables further down.
 MAX_ROWS = 24
 
