@@ -20,9 +20,11 @@ from PIL import Image
 
 from commlens import open_campaign
 from commlens.launch.placement import Placement
-from commlens.units import format_us
+from commlens.units import US, format_launch_interval
 from commlens.report import ReportData, Skipped, all_figures, write_report
 from commlens.report.backends import build_with
+from commlens.report.figures import regime_lines
+from commlens.report.plotting import FIT_LABEL
 from commlens.report.notebook import KERNEL_SHUTDOWN
 
 from conftest import LIBRARIES, REPO, launch
@@ -203,7 +205,9 @@ def test_every_point_lies_inside_its_own_band(tiny):
     for figure in (item for item in all_figures(data) if not isinstance(item, Skipped)):
         drawn = build_with("bokeh", figure).traverse(lambda element: element, [hv.Curve])
         bands = {(e.label, e.vdims[0].name): e for e in drawn if isinstance(e, hv.Area)}
-        for line in (e for e in drawn if type(e) is hv.Curve and e.vdims[0].name in ("time_us", "bandwidth_MBps")):
+        # The dotted fitted-regimes lines are the model, not the medians: they have no band.
+        for line in (e for e in drawn if type(e) is hv.Curve and e.vdims[0].name in ("time_us", "bandwidth_MBps")
+                     and not e.label.endswith(FIT_LABEL)):
             low = "ci_low_us" if line.vdims[0].name == "time_us" else "bandwidth_low_MBps"
             band = bands[(line.label, low)]
             y = line.dimension_values(1)
@@ -225,10 +229,10 @@ def test_the_report_opens_at_a_glance(tiny):
         for placement in ("1N2P", "2N1P"):
             cell = summary.sel(library=library, placement=placement)
             # The median with its interval, or, over too few launches to give one, what the launches read.
-            latency = " ".join(format_us(float(v)) for v in (cell["median"], *cell["median_ci"].values))
-            number, low, high = latency.split()
-            assert (f"<td>{number} [{low}, {high}]</td>" in page[glance:changed]
-                    or f"<td>{number}; too few launches for an interval" in page[glance:changed]), (library, placement)
+            per_launch = ds["median"].sel(library=library, placement=placement, kernel="pingpong.send", size=1)
+            latency = format_launch_interval(*(float(v) / US for v in (cell["median"], *cell["median_ci"].values)),
+                                             int(cell["launches"]), per_launch.values / US)
+            assert f"<td>{latency}</td>" in page[glance:changed], (library, placement, latency)
     measured = ds["sample_count"] > 0
     settled = int(ds["settled"].where(measured, False).sum())
     assert f"{settled} of {int(measured.sum())} points (one size in one launch) met the precision target" in page
@@ -260,8 +264,10 @@ def test_a_one_curve_campaign_draws_its_latency_and_bandwidth(tiny, tmp_path):
             time.sleep(0.5)
         errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
     assert not errors, errors
-    # Two panels (time, bandwidth), each with its line through the 4 sizes.
-    assert sorted(lines) == [4, 4], lines
+    # Two panels (time, bandwidth), each with its line through the 4 sizes, and its dotted fitted
+    # regimes through the same sizes where the piecewise model could be fitted to them.
+    fitted = bool(regime_lines(ReportData(one), ReportData(one).points, "library"))
+    assert sorted(lines) == [4, 4] * (1 + fitted), lines
 
 
 DRAWN_LINES = """
@@ -344,7 +350,8 @@ def test_launches_the_launcher_refuses_give_a_report_of_why(workspace, built, tm
                 results.append(result)
     write_report(ReportData(no_data_dataset(tmp_path, results)), tmp_path / "report")
     page = (tmp_path / "report" / "report.html").read_text()
-    glance = page[page.index("id='at-a-glance'"):page.index("id='methods'")]
+    # At a glance ends where the figures begin (the Failed launches table, further down, lists them again).
+    glance = page[page.index("id='at-a-glance'"):page.index("id='figures'")]
     assert "<b>No launch gave data</b>" in glance and "0 of 8 launches gave data" in glance
     assert glance.count("<td>unsupported</td>") == 8
     assert "MPIR_CVAR_NO_SUCH_SETTING" in glance and "OMPI_MCA_no_such_setting" in glance

@@ -143,7 +143,9 @@ def test_config_overrides_change_the_campaign_and_are_recorded(workspace, built)
     config = json.loads(ds.attrs["campaign_config"])
     assert config["launches"] == 3
     assert config["precision"] == {"rse": 0.2, "min_samples": 3, "max_samples": 40, "max_point_time": 0.5}
-    assert ds.attrs["campaign_file"] == f"{campaign} with --config launches=3 precision={{max_samples: 40}}"
+    # Relative to the project, as every path the dataset records: no machine's absolute path travels with it.
+    assert ds.attrs["campaign_file"] == (f"{campaign.relative_to(workspace)} with --config launches=3 "
+                                         "precision={max_samples: 40}")
     raw = workspace / "results" / "override" / "raw" / "mpich-5.0.2" / "1N2P" / "pingpong.send" / "launch2.jsonl"
     command = json.loads(raw.read_text().splitlines()[0])["command"]
     assert command[command.index("--max-samples") + 1] == "40"

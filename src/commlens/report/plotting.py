@@ -11,6 +11,8 @@ import holoviews as hv
 import pandas as pd
 
 WIDTH, HEIGHT = 520, 340
+# The legend entry of a curve's fitted piecewise model, after the curve's own label.
+FIT_LABEL = "fitted regimes"
 
 
 def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=(), ylabel=None,
@@ -35,7 +37,7 @@ def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=()
         if fit is not None and len(fit):
             fit = fit[fit["size"] > 0].sort_values("size")
             values = fit.assign(bandwidth_MBps=fit["size"] * fit.get("bytes_factor", 1.0) / fit["time_us"])
-            line = hv.Curve(values, "size", y, label=f"{group}: fitted regimes")
+            line = hv.Curve(values, "size", y, label=f"{group}: {FIT_LABEL}")
             layers.append(line.opts(line_dash="dotted", color="black", alpha=0.7) if bokeh
                           else line.opts(linestyle="dotted", color="black", alpha=0.7))
     for mark in vlines:
