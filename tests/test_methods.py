@@ -272,6 +272,8 @@ def test_a_real_campaign_states_what_it_recorded(tiny):
     assert f"before sampling): {nanoseconds(float(ds.attrs['timer_resolution_s']))}" in text
     assert "every library, placement and kernel: 2; the dataset holds 2 per cell. 8 of 8 launches gave data" in text
     assert "at most 0.05 (5.0%) with at least 5 samples, or until 200 samples, or 1 s spent" in text
+    # The statistic the stopping rule met, as the launches recorded it (the harness stops on the median's).
+    assert "sampled until the relative standard error of its median (the larger of two" in text
     measured = ds["sample_count"] > 0
     assert f"{int(ds['settled'].where(measured, False).sum())} of {int(measured.sum())} measured points" in text
     assert "Timer: MPI_Wtime for every kernel" in text and "Sizes were measured in a random order" in text

@@ -126,7 +126,7 @@ void cl_console_begin(struct cl_console *c, const struct cl_options *o, const st
         fputs("# MB/s = 1e6 B/s; best: from the fastest sample; P99: from the 99th-percentile time\n", c->table);
         headings[0] = "MB/s(median)", headings[1] = "MB/s(best)", headings[2] = "MB/s(P99)";
     }
-    fputs("# Settled: whether the point met the precision target; RSE(%): the relative standard error of its mean\n",
+    fputs("# Settled: whether the point met the precision target; RSE(%): the relative standard error of its median\n",
           c->table);
     fprintf(c->table, "# %-8s %14s %14s %14s %8s  %-7s  %6s%s\n", "Size", headings[0], headings[1], headings[2],
             "Samples", "Settled", "RSE(%)", c->integrity ? "  Errors" : "");

@@ -186,6 +186,7 @@ void cl_measure_size(const struct cl_options *o, const struct cl_kernel *kernel,
                 subtracted = 0;
             } else {
                 cl_running_add(&running, samples[running.n]);
+                cl_running_check(&running, samples);
                 next[0] = o->iterations ? running.n < planned && spent < o->max_point_time_s
                                         : !cl_sampling_done(&running, &rule, spent);
             }
@@ -210,6 +211,14 @@ void cl_finish_point(struct cl_context *ctx, const struct cl_stopping_rule *rule
 {
     long errors = 0;
     MPI_Reduce(&ctx->errors, &errors, 1, MPI_LONG, MPI_SUM, 0, ctx->comm);
+    /* The precision the point records is its median's over every sample it kept, worked out afresh: the
+     * rule checks it only as the samples grow by a tenth. */
+    struct cl_running final = *running;
+    if (ctx->rank == 0 && final.n >= 2 && final.n != final.checked) {
+        final.median_rse = cl_median_rse(samples, final.n);
+        final.checked = final.n;
+    }
+    running = &final;
     int skews = 0;   /* a kernel gives an exit skew for every sample of a size or for none */
     for (int i = 0; ctx->rank == 0 && i < running->n; i++) skews |= isfinite(ctx->exit_skews[i]);
     *point = (struct cl_point){.size = size, .iterations = iterations, .n = running->n, .samples = samples,

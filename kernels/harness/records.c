@@ -92,7 +92,8 @@ void cl_write_run_record(FILE *out, const struct cl_options *o, const struct cl_
         cl_osu_counts(o, kind, CL_OSU_LARGE_MESSAGE_SIZE + 1, &iterations[1], &warmup[1]);
     }
     fprintf(out, "],\"shuffle_seed\":%ld,\"timing\":\"%s\",\"warmup\":%ld,\"iterations\":%ld,"
-                 "\"warmup_large\":%ld,\"iterations_large\":%ld,\"large_above\":%s,\"rse\":%.6g,"
+                 "\"warmup_large\":%ld,\"iterations_large\":%ld,\"large_above\":%s,"
+                 "\"rse_of\":\"median\",\"rse\":%.6g,"
                  "\"min_samples\":%d,\"max_samples\":%d,\"max_point_time_s\":%.6g,"
                  "\"min_sample_time_s\":%.6g,\"cache\":\"%s\",\"buffer_bytes\":%zu,\"align\":%zu,"
                  "\"datatype\":\"%s\",\"integrity\":%s,\"inject_fault\":%s,\"window\":%d,\"window_buffers\":\"%s\","

@@ -51,7 +51,7 @@ void cl_usage(FILE *out)
           "  -x N                  warm-up iterations per size (default 10; --osu: OSU's, above)\n"
           "  -i N                  timed iterations per size (default: as many as the precision target\n"
           "                        takes; --osu: OSU's, above)\n"
-          "  --rse X               target relative standard error of the mean (default 0.01)\n"
+          "  --rse X               target relative standard error of the median (default 0.01)\n"
           "  --min-samples N       (default 10)\n"
           "  --max-samples N       (default 500)\n"
           "  --max-point-time S    seconds spent on one size at most (default 5; not with --osu)\n"

@@ -378,6 +378,10 @@ def _coordinates(campaign: Campaign, axes: _Axes, sizes: list[int], runs: _RunRe
     }
 
 
+RSE_LONG_NAME = ("relative standard error of the statistic the stopping rule measured: the median, the mean "
+                 "where the timing coordinate records no rse_of")
+
+
 def _data_variables(sink, points: _PointRecords, runs: _RunRecords) -> dict:
     """The ragged samples, the per-point statistics and records, and the per-launch records."""
     return {
@@ -386,7 +390,7 @@ def _data_variables(sink, points: _PointRecords, runs: _RunRecords) -> dict:
         **points.stats.variables(),
         **start_variable(points.stats.values["sample_count"]),
         "settled": (POINT_DIMS, points.settled, {"long_name": "relative standard error reached its target"}),
-        "rse": (POINT_DIMS, points.rse, {"long_name": "relative standard error of the mean"}),
+        "rse": (POINT_DIMS, points.rse, {"long_name": RSE_LONG_NAME}),
         "iters_per_sample": (POINT_DIMS, points.iters, {"long_name": "iterations timed together in one sample"}),
         "errors": (POINT_DIMS, points.errors, {"long_name": "integrity errors (NaN: not checked)"}),
         "subtracted_s": (POINT_DIMS, points.subtracted,

@@ -106,10 +106,24 @@ def catalogue_kernels_tagged(tag: str) -> list[str]:
 
 
 # What the harness records of how it timed a kernel (kernels/harness/records.c, the launch record's args).
-TIMING_KEYS = ("timing", "warmup", "iterations", "warmup_large", "iterations_large", "large_above")
+TIMING_KEYS = ("timing", "warmup", "iterations", "warmup_large", "iterations_large", "large_above", "rse_of")
 TIMING_LONG_NAME = ("how the harness timed each kernel, from its launch record (JSON: timing precision|osu, warmup, "
-                    "iterations and, for osu, their values above large_above bytes); empty where no launch gave "
-                    "data or the harness predates the record")
+                    "iterations and, for osu, their values above large_above bytes; rse_of: the statistic whose "
+                    "relative standard error the stopping rule met, median, null where the harness predates it: "
+                    "the mean); empty where no launch gave data or the harness predates the record")
+
+
+def stopping_statistics(ds) -> dict[str, str]:
+    """{kernel: the statistic whose relative standard error its launches' stopping rule met}, read from the
+    dataset's `timing` coordinate: "median", or "mean" where the harness recorded no `rse_of` (it stopped on
+    the mean's before it recorded which); kernels with no recorded timing are left out."""
+    if "timing" not in ds.coords:
+        return {}
+    found = {}
+    for kernel, recorded in zip(ds["kernel"].values.tolist(), ds["timing"].values.tolist()):
+        if recorded:
+            found[str(kernel)] = json.loads(recorded).get("rse_of") or "mean"
+    return found
 
 
 def recorded_timing(args: dict) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from commlens.data.kernels import stopping_statistics
 from commlens.data.origins import curve_marks, curve_origins, imported_libraries, legends
 from commlens.report.analysis_table import ReportData
 from commlens.analysis.stats import interval_over_launches
@@ -173,8 +174,11 @@ def _precision_line(ds) -> str:
     settled = int((ds["settled"].values.astype(bool) & measured).sum())
     config = ds.attrs.get("campaign_config", "")
     target = _rse_target(config)
+    # As the launches recorded it: "median", "mean" (older harnesses), or each where kernels differ.
+    statistic = " or ".join(sorted(set(stopping_statistics(ds).values())))
+    statistic = f" of the {statistic}" if statistic else ""
     return (f"{settled} of {int(measured.sum())} points (one size in one launch) met the precision target"
-            + (f" (relative standard error of the mean at most {target:.1%})" if target else "")
+            + (f" (relative standard error{statistic} at most {target:.1%})" if target else "")
             + "; the others stopped at a cap on samples or time.")
 
 

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PREFIX = "cbvn"
+PREFIX = "clvn"
 RUN_ROOT = Path("/run/commlens-vnodes")
 SUBNETS = "10.213"             # clusters take a /24 of 10.213.0.0/16
 CLUSTER_NAME = re.compile(rf"^({PREFIX}[0-9a-f]{{6}})")

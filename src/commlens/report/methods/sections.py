@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from commlens.data.kernels import kernel_options, recorded_bytes_factor, windowed_kernels
+from commlens.data.kernels import kernel_options, recorded_bytes_factor, stopping_statistics, windowed_kernels
 from commlens.data.origins import imported_libraries
 from commlens.io.conventions import timestamps
 from commlens.report.methods.clocks import clock_sync_words
@@ -163,8 +163,8 @@ def _stopping(facts: _Facts) -> Section:
     if precision:
         get = {key: precision.get(key) for key in ("rse", "min_samples", "max_samples", "max_point_time")}
         target = f"{get['rse']:g} ({get['rse']:.1%})" if get["rse"] is not None else NOT_RECORDED
-        rule = (f"Each point (one size in one launch) was sampled until the relative standard error of its mean "
-                f"(standard deviation / sqrt(n) / mean) was at most {target} with at least "
+        rule = (f"Each point (one size in one launch) was sampled until the relative standard error of its "
+                f"{_stopping_statistic(facts)} was at most {target} with at least "
                 f"{get['min_samples'] or NOT_RECORDED} samples, or until {get['max_samples'] or NOT_RECORDED} "
                 f"samples, or {_duration(get['max_point_time'])} spent on the point, whichever came first.")
     else:
@@ -177,6 +177,26 @@ def _stopping(facts: _Facts) -> Section:
     spread = (f"Samples per point: {_span(counts, lambda n: f'{n:.0f}')} (median {np.median(counts):g})."
               if counts.size else "No point was measured.")
     return Section("Stopping rule", [_timing(facts), rule, spread])
+
+
+# The statistic a launch's stopping rule measured the precision of (data.kernels.stopping_statistics).
+RSE_OF = {
+    "median": "median (the larger of two standard errors: from the order statistics' interval of a median, "
+              "which holds for any shape of noise, and, from five batches on, from the spread of the medians of "
+              "runs of about sqrt(n) samples in the order taken, which holds where successive samples are alike)",
+    "mean": "mean (standard deviation / sqrt(n) / mean)",
+}
+
+
+def _stopping_statistic(facts: _Facts) -> str:
+    """What the stopping rule's relative standard error was of, for every kernel alike or kernel by kernel,
+    as the launches recorded it."""
+    of = stopping_statistics(facts.ds)
+    if not of:
+        return NOT_RECORDED
+    if len(set(of.values())) == 1:
+        return RSE_OF.get(next(iter(of.values())), next(iter(of.values())))
+    return "; ".join(f"{kernel}: {RSE_OF.get(value, value)}" for kernel, value in of.items())
 
 
 # What OSU Micro-Benchmarks 7.4 does, to set the recorded timing beside it (osu_util.h, osu_latency.c).
