@@ -119,3 +119,31 @@ def _panel(ax, panel) -> None:
     if options.get("show_legend", True) and any(line.get_label() and not line.get_label().startswith("_")
                                                 for line in ax.get_lines()):
         ax.legend(loc="upper left", fontsize=7, framealpha=0.8)
+
+
+def static_image(figure, dpi: int = 100):
+    """`figure` as a PNG image for a notebook to show (IPython.display.Image, its title as alt text):
+    `figure` is a report Figure or a function that returns a HoloViews object, built for matplotlib and
+    drawn as the report's static copies are (draw; HoloViews' renderer for an element draw does not know).
+    A PNG lives in the notebook's saved output, so its HTML export, nbviewer and GitHub show it; Bokeh
+    output needs JavaScript and a DynamicMap a running kernel."""
+    import io
+
+    from IPython.display import Image
+
+    from commlens.report.backends import current_backend
+
+    with current_backend("matplotlib"):
+        built = getattr(figure, "build", figure)()
+    try:
+        drawn = draw(built)
+    except NoDirectDrawing:
+        drawn = hv.render(built, backend="matplotlib")
+    png = io.BytesIO()
+    try:     # draw() laid the figure out: a tight bounding box would measure every label again (20% of the time)
+        drawn.savefig(png, format="png", dpi=dpi)
+    finally:
+        plt.close(drawn)
+    first = list(built)[0] if isinstance(built, hv.Layout) else built
+    return Image(data=png.getvalue(), format="png",
+                 alt=getattr(figure, "title", "") or _options(first).get("title") or "figure")
