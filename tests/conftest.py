@@ -246,3 +246,9 @@ def tiny_campaign(workspace, built, request):
         _adopt(shared, workspace, "config/campaigns/tiny.yaml", "results/tiny")
     run = subprocess.CompletedProcess(**json.loads(output.read_text()))
     return workspace / "config" / "campaigns" / "tiny.yaml", run
+
+
+@pytest.fixture(scope="module")
+def tiny(workspace, tiny_campaign) -> Path:
+    """The tiny campaign's results folder (tiny.nc, report.html, raw/...)."""
+    return workspace / "results" / "tiny"

@@ -259,11 +259,6 @@ def test_an_older_dataset_without_launch_environments_says_not_recorded(tmp_path
 
 # ----------------------------------------------------------------------------- on real campaigns
 
-@pytest.fixture(scope="module")
-def tiny(workspace, tiny_campaign) -> Path:
-    return workspace / "results" / "tiny"
-
-
 @pytest.mark.mpi
 def test_a_real_campaign_states_what_it_recorded(tiny):
     ds = open_campaign(tiny / "tiny.nc")
@@ -294,7 +289,7 @@ def test_a_real_campaign_states_what_it_recorded(tiny):
         assert f"{row}: {words}" in items["2N1P"] or f"environment set: {words};" in items["2N1P"]
     assert ("MPIR_CVAR_NOLOCAL" in items["2N1P"]) == (emulation == "loopback")
     binding = {" | ".join(str(v).split()) for v in ds["cpu_binding"].sel(placement="1N2P").values.ravel()}
-    assert len(binding) == 1 and f"(rank by rank): {binding.pop()}." in items["1N2P"]
+    assert len(binding) == 1 and f"(rank by rank): {binding.pop()}; where the ranks ran (hwloc): " in items["1N2P"]
     assert "mpich-5.0.2: MPICH Version: 5.0.2; family mpich; launcher hydra" in text
     assert "openmpi-5.0.11: Open MPI v5.0.11" in text
     for key in ("hosts", "cpu_model", "os", "compiler_flags", "git_commit"):
@@ -336,7 +331,8 @@ def test_a_dataset_that_lost_its_records_says_not_recorded(tiny):
                    if key not in ("campaign_config", "timer_resolution_s", "cpu_model")}
     text = methods_markdown(older)
     assert "before sampling): not recorded." in text and "Stopping rule and its target: not recorded." in text
-    assert "(rank by rank): not recorded." in text and "pingpong.send: not recorded." in text
+    assert "(rank by rank): not recorded; where the ranks ran (hwloc): not recorded." in text
+    assert "pingpong.send: not recorded." in text
     assert "CPU: not recorded." in text and "launcher not recorded" in text
     assert f"OS: {ds.attrs['os']}." in text       # what it kept is still stated
 

@@ -33,11 +33,6 @@ from conftest import LIBRARIES, REPO, launch
 NOTEBOOKS = ("01-explore", "02-models", "03-anomalies", "06-compare")
 
 
-@pytest.fixture(scope="module")
-def tiny(workspace, tiny_campaign) -> Path:
-    return workspace / "results" / "tiny"
-
-
 @pytest.mark.mpi
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_top_to_bottom(tiny, tmp_path, name, monkeypatch):

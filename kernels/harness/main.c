@@ -5,7 +5,8 @@
  *
  * Rank 0 times each sample (measure.c: a batch of iterations after a barrier; osu.c, with --osu: one
  * iteration), decides when a size has enough samples and writes the JSON Lines records (records.c: one
- * "run", one "point" per size, one "end") and what a person reads (console.c). */
+ * "run", then mpit.c's "mpi_t" (the library's control variables), one "point" per size, one "end") and what a
+ * person reads (console.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include "commlens.h"
 #include "console.h"
 #include "harness.h"
+#include "mpit.h"
 
 static MPI_Datatype datatype_of(const char *name)
 {
@@ -150,6 +152,7 @@ static int run_kernel(struct cl_context *ctx, int argc, char **argv)
     MPI_Bcast(&resolution, 1, MPI_DOUBLE, 0, ctx->comm);
     MPI_Bcast(&overhead, 1, MPI_DOUBLE, 0, ctx->comm);
     cl_write_run_record(out, &o, kernel, ctx, resolution, overhead, sizes, nsizes, buffer_bytes);
+    if (ctx->rank == 0 && out) cl_write_mpi_t_record(out);   /* what the library was set to (mpit.c) */
     struct cl_console console;
     cl_console_begin(&console, &o, kernel, ctx);
 

@@ -4,6 +4,7 @@
 
 #include "commlens.h"
 #include "harness.h"
+#include "mpit.h"
 
 /* This process's rank as its launcher set it, before MPI is up (0 when not launched by one). */
 static long launched_rank(void)
@@ -23,6 +24,16 @@ int main(int argc, char **argv)
      * Under mpiexec, rank 0 alone answers. */
     struct cl_options o;
     enum cl_action action;
+    if (argc == 2 && strcmp(argv[1], "--describe-cvars") == 0) {
+        /* The build's record of the library's control variables (commlens.launch.build, under mpiexec -n 1):
+         * what every launch's mpi_t record leaves out, said once per library. Not an option of the kernels. */
+        MPI_Init(&argc, &argv);
+        int rank;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0) cl_describe_cvars(stdout);
+        MPI_Finalize();
+        return 0;
+    }
     if (!cl_parse_options(argc, argv, &o, &action) && action != CL_MEASURE) {
         if (launched_rank() == 0) cl_answer(action);
         return 0;

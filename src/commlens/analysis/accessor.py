@@ -172,6 +172,34 @@ class CommlensAccessor:
         times, nodes = node_pair_times(self._ds, library, placement, kernel, size)
         return find_groups(times, nodes, **options)
 
+    def configuration(self, library: str | None = None):
+        """The libraries' control variables (MPI_T cvars) as their launches read them, one row per (library,
+        cvar), as a pandas DataFrame: library, cvar, value (text; empty where the row's launches differ:
+        status `varies`, each launch's in `cvar_launch_value`), status (read, varies, unreadable: why),
+        default (the build's own run, nothing set), datatype, scope and description. Empty for a dataset of
+        launches that recorded none. See commlens.analysis.configuration."""
+        from commlens.analysis.configuration import configuration
+
+        return configuration(self._ds, library)
+
+    def configuration_difference(self, baseline: str, candidate: str):
+        """The control variables whose value differs between two library rows, appeared or disappeared,
+        with their descriptions and the environment variable that set them where one did (a pandas
+        DataFrame: cvar, change, baseline, candidate, placements, set_by, also_as, description); see
+        commlens.analysis.configuration.difference."""
+        from commlens.analysis.configuration import difference
+
+        return difference(self._ds, baseline, candidate)
+
+    def topology(self):
+        """Where each rank ran, in hwloc's terms, per library, placement and binding (a pandas DataFrame:
+        library, placement, binding, rank, host, cpus, cores, numa_nodes, packages, caches, peer,
+        shared_with_peer, relation, launches), from each host's recorded topology (`host_topology`) and the
+        launches' cpu_binding. Empty for a dataset without topology. See commlens.analysis.topology."""
+        from commlens.analysis.topology import rank_table
+
+        return rank_table(self._ds)
+
     def guidelines(self, **options):
         """Measurements that the same library's other measurements contradict beyond noise (time
         that drops with size, a collective slower than a mock-up of simpler calls, Ssend faster than

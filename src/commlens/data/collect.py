@@ -15,6 +15,7 @@ import xarray as xr
 from commlens.campaign import Campaign
 from commlens.data.attributes import dataset_attributes
 from commlens.data.failures import library_failure, library_status
+from commlens.data.machine import Configurations, Machines, cvar_variables, topology_variables
 from commlens.data.pairs import pair_medians, pair_variables
 from commlens.data.kernels import description_of, is_windowed, kernel_coordinates, recorded_timing, TIMING_LONG_NAME
 from commlens.data.sample_sinks import FileSamples, MemorySamples
@@ -102,6 +103,11 @@ def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries
     data_vars = _data_variables(sink, points, runs)
     pair_coords, pair_vars = pair_variables(runs.pair_medians, axes.kernels, sizes, axes.run_shape)
     coords, data_vars = coords | pair_coords, data_vars | pair_vars
+    # What the library and the machine were (commlens.data.machine): cvars per row, topology per host.
+    cvar_coords, cvar_vars = cvar_variables(axes.libraries, [campaign.mpi_of(name) for name in axes.libraries],
+                                            runs.configurations, builds, RUN_DIMS)
+    host_coords, host_vars = topology_variables(runs.machines)
+    coords, data_vars = coords | cvar_coords | host_coords, data_vars | cvar_vars | host_vars
     attrs = dataset_attributes(campaign, builds, runs, refused)
     return conventions.describe(xr.Dataset(data_vars, coords=coords, attrs=attrs),
                                 description=campaign.config.get("description", ""))
@@ -152,6 +158,8 @@ class _RunRecords:
     link_priority: dict[str, list] = field(default_factory=dict)   # placement -> each launch's (launch.wire)
     # (run cell, size) -> (ranks, ranks) median pair times, of kernels that time pairs (commlens.data.pairs)
     pair_medians: dict = field(default_factory=dict)
+    configurations: Configurations | None = None   # each launch's control variables (commlens.data.machine)
+    machines: Machines = field(default_factory=Machines)   # each host's topology
 
     @classmethod
     def blank(cls, campaign: Campaign, axes: _Axes) -> _RunRecords:
@@ -181,6 +189,7 @@ class _RunRecords:
             window_buffers={name: "" for name in axes.kernels},
             timing={name: "" for name in axes.kernels},
             description={name: {} for name in axes.kernels},
+            configurations=Configurations(run_shape),
         )
 
 
@@ -216,6 +225,8 @@ def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecor
             runs.link_burst[meta["placement"]] = float(meta["link_burst_s"])
         runs.link_priority.setdefault(meta["placement"], []).append(meta.get("link_priority", ""))
         run = result.run
+        runs.configurations.add(cell, result.mpi_t)
+        runs.machines.add(run["hosts"], result.topology)
         runs.resolution[cell] = run["timer_resolution_s"]
         runs.overhead[cell] = run["harness_overhead_s"]
         runs.hosts[cell] = ",".join(run["hosts"])

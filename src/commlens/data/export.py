@@ -24,6 +24,12 @@ means as the suite measured it), `partial` (the file stopped short of what it wa
 What the columns mean travels with the file: each column's units and description (from the
 dataset's own attributes) and the dataset's provenance (campaign, configuration hash, git commit,
 compilers, commlens version) are Parquet field and file metadata, and a CSV's sidecar `<file>.json`.
+So is what each library row was set to, where the dataset recorded it: `configuration` (JSON: per library,
+its MPI_T status and each control variable's value, status, default, datatype, scope and description;
+`configuration_table` gives it as a table). It is the file's metadata rather than columns or a table of its
+own: a setting belongs to a library row, not to a point (as columns it would repeat some 700 values on every
+row), and in the file's metadata it travels with the points it explains, in the one file, where any
+Parquet reader finds it (DuckDB: parquet_kv_metadata).
 """
 
 from __future__ import annotations
@@ -209,9 +215,51 @@ def provenance(ds: xr.Dataset, source=None) -> dict[str, str]:
 
 
 def describe_table(ds: xr.Dataset, rows: pd.DataFrame, table: str, source=None) -> dict:
-    """What a table file says of itself: which table, each column's units and description, and the
-    dataset's provenance (a Parquet file's metadata, a CSV's sidecar)."""
-    return {"table": table, "columns": describe_columns(ds, rows), "provenance": provenance(ds, source)}
+    """What a table file says of itself: which table, each column's units and description, the
+    dataset's provenance and, where it recorded them, the libraries' control variables (a Parquet file's
+    metadata, a CSV's sidecar)."""
+    described = {"table": table, "columns": describe_columns(ds, rows), "provenance": provenance(ds, source)}
+    configuration = configuration_metadata(ds)
+    return described | ({"configuration": configuration} if configuration else {})
+
+
+CONFIGURATION_FIELDS = ("value", "status", "default", "datatype", "scope", "description")
+
+
+def configuration_table(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per (library, cvar) the dataset recorded (library, cvar and CONFIGURATION_FIELDS); empty
+    where it recorded none."""
+    if "cvar_value" not in ds.data_vars:
+        return pd.DataFrame({name: pd.Series(dtype=object) for name in ("library", "cvar", *CONFIGURATION_FIELDS)})
+    names = {f"cvar_{field}": field for field in CONFIGURATION_FIELDS}
+    table = ds[list(names)].reset_coords(drop=True).to_dataframe().reset_index().rename(columns=names)
+    return table[table["status"] != "absent"].reset_index(drop=True)
+
+
+def configuration_metadata(ds: xr.Dataset) -> dict:
+    """{library: {"mpi_t_status": ..., "cvars": {cvar: {field: value}}}}, empty fields left out; {} where the
+    dataset recorded no control variables."""
+    table = configuration_table(ds)
+    if table.empty:
+        return {}
+    status = dict(zip(ds["library"].values.tolist(), ds["mpi_t_status"].values.tolist()))
+    found = {}
+    for library, rows in table.groupby("library", sort=False):
+        cvars = {row["cvar"]: {field: row[field] for field in CONFIGURATION_FIELDS if row[field] != ""}
+                 for row in rows.to_dict("records")}
+        for cvar, entry in cvars.items():
+            if entry.get("status") == "varies" and "cvar_launch_value" in ds.data_vars:
+                launches = ds["cvar_launch_value"].sel(library=library, cvar_varying=cvar)
+                entry["by_placement"] = {str(placement): _most_read(launches.sel(placement=placement).values)
+                                         for placement in ds["placement"].values}
+        found[str(library)] = {"mpi_t_status": str(status.get(library, "")), "cvars": cvars}
+    return found
+
+
+def _most_read(values) -> str:
+    """The value most launches read ("" none)."""
+    read = [str(value) for value in np.ravel(values) if str(value)]
+    return max(sorted(set(read)), key=read.count) if read else ""
 
 
 def export(dataset, fmt: str | None = None, output=None, source=None, table: str = "points") -> Path | None:

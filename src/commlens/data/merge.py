@@ -54,10 +54,19 @@ def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None
                 for part in reversed(parts):
                     known.update(zip(part[dim].values.tolist(), part[name].values.tolist()))
                 axis_coords[name] = (dim, [known[label_] for label_ in union[dim]], coord.attrs)
-    parts = [_reindex_filled(part.drop_vars(list(axis_coords)), union) for part in parts]
+    # Variables along one other axis alone (a host's topology) likewise: the same host measured again
+    # is described again, and hwloc's description of it carries what changed since (free memory).
+    axis_vars = {}
+    for name, var in parts[0].data_vars.items():
+        if len(var.dims) == 1 and var.dims[0] in dims and name in parts[1].data_vars:
+            dim, known = var.dims[0], {}
+            for part in reversed(parts):
+                known.update(zip(part[dim].values.tolist(), part[name].values.tolist()))
+            axis_vars[name] = (dim, np.array([known[label_] for label_ in union[dim]], dtype=var.dtype), var.attrs)
+    parts = [_reindex_filled(part.drop_vars([*axis_coords, *axis_vars]), union) for part in parts]
     combined = xr.concat(parts, dim="library", data_vars="minimal", coords="different",
                          compat="equals", combine_attrs="override")
-    combined = combined.assign_coords(axis_coords)
+    combined = combined.assign_coords(axis_coords).assign(axis_vars)
     combined["size"].attrs = campaign["size"].attrs
     combined = combined.assign(_merged_samples(combined, sources))
     for variable in combined.variables.values():

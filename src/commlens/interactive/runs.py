@@ -23,6 +23,7 @@ from commlens.interactive.engines import Engines
 from commlens.io.raw import Point, read_complete_output, read_raw
 from commlens.io.raw_writing import failure_reason, launch_record, write_raw_file
 from commlens.launch import locks
+from commlens.launch.topology import topology_record
 
 # Keys of run()'s options that belong to the campaign's `precision`, not to the kernel entry.
 PRECISION_KEYS = ("rse", "min_samples", "max_samples", "max_point_time")
@@ -176,7 +177,10 @@ def _measure_once(engines: Engines, campaign: Campaign, kernel: str, launch: int
                            interactive=True)
     if status != "ok":
         record["reason"] = reason
-    write_raw_file(output, record, partial, with_output=status == "ok")
+    # The host's topology, as a campaign's launcher takes it once the kernel is done (the engines run on
+    # this host: emulated nodes are not made for engines).
+    write_raw_file(output, record, partial, with_output=status == "ok",
+                   launcher_records=[topology_record()] if status == "ok" else [])
     return output
 
 

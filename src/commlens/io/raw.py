@@ -1,5 +1,10 @@
 """Reading raw launch files (JSON Lines): a launch record, then run, point... and end records.
 
+Two records say what the library and the machine were, where a launch recorded them: "topology" after
+the launch record (the launcher's: each host's hwloc topology, compressed; commlens.launch.topology) and
+"mpi_t" after the run record (the kernel's: every control variable's value as the library ran with it, and
+those it could not read; kernels/harness/mpit.c). Files written before either have neither.
+
 A file is accepted whole or refused whole: one that lacks its end record, has a
 malformed line, an unknown schema version or impossible values raises
 RawFileError naming the file and line. A launch that failed is a complete file
@@ -65,6 +70,12 @@ class LaunchResult:
     run: dict | None = None
     points: list[Point] = field(default_factory=list)
     end: dict | None = None
+    # {"status": "ok", "cvars": {name: value}, "unreadable": {name: why}, ...} or {"status": "unsupported",
+    # "reason": ...}: the library's control variables as this launch's rank 0 read them (None: not recorded)
+    mpi_t: dict | None = None
+    # {"status": "ok", "machines": [{"hosts": [...], "xml_gz_base64": ..., ...}]} or {"status": ..., "reason":
+    # ...}: the hwloc topology of the hosts the launch ran on (None: not recorded)
+    topology: dict | None = None
 
     @property
     def status(self) -> str:
@@ -135,6 +146,24 @@ def _check_run(record: dict, path, number: int) -> None:
         raise RawFileError(path, number, f"kernel_info must be an object, got {record['kernel_info']!r}")
     if not isinstance(record.get("metric", ""), str):
         raise RawFileError(path, number, f"metric must be a string, got {record['metric']!r}")
+
+
+def _check_mpi_t(record: dict, path, number: int) -> None:
+    status = _require(record, "status", lambda v: isinstance(v, str) and v, "a non-empty string", path, number)
+    if status != "ok":
+        return
+    _require(record, "cvars", lambda v: isinstance(v, dict), "an object of control variables", path, number)
+    _require(record, "unreadable", lambda v: isinstance(v, dict) and all(isinstance(w, str) for w in v.values()),
+             "an object of control variables and why each could not be read", path, number)
+
+
+def _check_topology(record: dict, path, number: int) -> None:
+    status = _require(record, "status", lambda v: isinstance(v, str) and v, "a non-empty string", path, number)
+    if status != "ok":
+        return
+    _require(record, "machines", lambda v: isinstance(v, list) and v and all(
+        isinstance(m, dict) and isinstance(m.get("hosts"), list) and isinstance(m.get("xml_gz_base64"), str)
+        for m in v), "a list of machines, each with its hosts and xml_gz_base64", path, number)
 
 
 def _point(record: dict, path, number: int) -> Point:
@@ -300,6 +329,16 @@ def read_raw(path) -> LaunchResult:
             result.points.append(point)
         elif kind == "end":
             result.end = record
+        elif kind == "mpi_t":
+            if result.run is None or result.points or result.mpi_t is not None:
+                raise RawFileError(path, number, "an mpi_t record must follow the run record, once, before the points")
+            _check_mpi_t(record, path, number)
+            result.mpi_t = record
+        elif kind == "topology":
+            if result.run is not None or result.topology is not None:
+                raise RawFileError(path, number, "a topology record must follow the launch record, once")
+            _check_topology(record, path, number)
+            result.topology = record
         else:
             raise RawFileError(path, number, f"unknown record type {kind!r}")
     if result is None:
@@ -314,7 +353,7 @@ def read_raw(path) -> LaunchResult:
         if not _is_int(points) or points != len(result.points):
             raise RawFileError(path, len(lines), f"end record counts {points!r} points, "
                                                  f"the file has {len(result.points)}")
-    elif result.run is not None or result.points or result.end is not None:
+    elif result.run is not None or result.points or result.end is not None or result.mpi_t is not None:
         raise RawFileError(path, None, f"a {result.status} launch must carry no measurements")
     return result
 

@@ -51,9 +51,10 @@ def reserve_record_space(output: Path) -> Path:
     return reserve
 
 
-def write_raw_file(output: Path, record: dict, partial: Path, with_output: bool) -> None:
+def write_raw_file(output: Path, record: dict, partial: Path, with_output: bool, launcher_records=()) -> None:
     """The launch's raw file, whole or not at all: its launch record, then (`with_output`: a launch that
-    gave data) the kernel's output in `partial`. The record goes in front of the output in the
+    gave data) `launcher_records` (what the launcher recorded besides: the hosts' topology) and the
+    kernel's output in `partial`. The records go in front of the output in the
     partial file itself, which is then renamed: no second copy of the output is ever made. A launch
     that gave no data gets a file of its record alone, and its partial output goes. On failure,
     WriteError names the file and the cause, and neither the partial output nor a temporary is left."""
@@ -62,7 +63,7 @@ def write_raw_file(output: Path, record: dict, partial: Path, with_output: bool)
     line = json.dumps(record).encode() + b"\n"
     try:
         if with_output:
-            _prepend(partial, line)
+            _prepend(partial, line + b"".join(json.dumps(extra).encode() + b"\n" for extra in launcher_records))
             os.replace(partial, output)
             return
         partial.unlink(missing_ok=True)             # before writing: the space it held is free again

@@ -9,11 +9,19 @@ library is left out of an ok build (kernels/Makefile), and a kernel whose MPI ca
 the library's mpi.h is built without them: such kernels are listed in `unsupported` with the reason
 (the compiler's first error in the family's source). Warnings do not stop a build; they are kept in
 the record.
+
+An ok build also describes the library's control variables once (`commlens-kernels --describe-cvars` under
+the library's own `mpiexec -n 2`, without any of the family's settings from the environment): their
+descriptions, datatypes, scopes, enumerations and the values they default to, in cvars.json beside
+build.json (commlens.io.cvars reads it), which names it under `cvars` with a count, or says why there is
+none. Each launch records only the values it ran with (the kernel's "mpi_t" record); what is the same for
+every launch of a library is said here once. A description that fails never fails the build.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -65,7 +73,48 @@ def build_kernels(library: dict, build_dir, log_path, kernels_dir: Path = KERNEL
         record |= _describe_build(record, library, kernels_dir, strict, output, shell)
     except (BuildFailed, ValueError) as error:
         record |= {"status": "build_failed", "reason": str(error).splitlines()[0], "log_tail": str(error)}
+    if record["status"] == "ok":
+        record["cvars"] = describe_cvars(library, Path(record["binary"]), build_dir / CVARS_FILE)
     return _write(record, build_dir)
+
+
+CVARS_FILE = "cvars.json"
+# Two ranks: Open MPI registers a component's variables (its shared-memory transport's eager limit) only
+# where it opens the component, and with one rank it opens no shared-memory transport.
+DESCRIBE_RANKS = 2
+DESCRIBE_TIMEOUT_S = 120
+
+
+def describe_cvars(library: dict, binary: Path, output: Path) -> dict:
+    """The library's control variables described into `output` (cvars.json: commlens-kernels
+    --describe-cvars under the library's mpiexec, no setting of the family's in its environment, so that
+    the values are the library's defaults); returns what build.json says of it: {"status": "ok", "path",
+    "count", "unreadable"} or {"status": "unsupported" | "failed", "reason"}. Never raises."""
+    family = family_named(library["family"])
+    launcher = family.launcher(library.get("version"), library.get("mpiexec_version", ""))
+    command = shlex.join(["mpiexec", "-n", str(DESCRIBE_RANKS), *launcher.oversubscribe_options(), str(binary),
+                          "--describe-cvars"])
+    env = {name: value for name, value in os.environ.items()
+           if not (family.control_prefix and name.startswith(family.control_prefix))}
+    env |= family.launch_env(as_root=os.geteuid() == 0)
+    try:
+        done = subprocess.run(in_environment(library["env_dir"], command), capture_output=True, text=True, env=env,
+                              timeout=DESCRIBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"status": "failed", "reason": f"`{command}` did not end within {DESCRIBE_TIMEOUT_S} s"}
+    except OSError as error:
+        return {"status": "failed", "reason": f"`{command}` could not start: {error}"}
+    try:
+        described = json.loads(done.stdout)
+    except ValueError:
+        return {"status": "failed", "reason": f"`{command}` exited with {done.returncode} and printed no "
+                                              f"description: {(done.stdout + done.stderr)[-LOG_TAIL_CHARS:]}"}
+    output.write_text(json.dumps(described, indent=None) + "\n")
+    if described.get("status") != "ok":
+        return {"status": "unsupported", "reason": described.get("reason", "")}
+    cvars = described.get("cvars", [])
+    return {"status": "ok", "path": str(output.resolve()), "count": len(cvars),
+            "unreadable": sum("unreadable" in cvar for cvar in cvars)}
 
 
 class BuildFailed(Exception):

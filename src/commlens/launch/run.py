@@ -6,7 +6,8 @@ emulation of several nodes on one host), then run under a supervisor
 
 A launch that ends, however it ends, leaves one complete raw file, written
 atomically: a "launch" record (what ran, how, and whether it succeeded)
-followed, on success, by the kernel's own run / point / end records. A failed,
+followed, on success, by a "topology" record (the hosts' hwloc topology:
+commlens.launch.topology) and the kernel's own run / mpi_t / point / end records. A failed,
 timed-out or incomplete launch keeps only its launch record: partial output is
 never merged. A launch that cannot run at all (its library's environment or
 build failed, or the kernel or placement is unsupported there) is recorded the
@@ -46,6 +47,7 @@ from commlens.launch.placement import Placement, allocated_hosts, slurm_allocati
 from commlens.launch.plan import SESSION_DIRECTORY_PREFIX, Unsupported, emulation_of, plan_launch
 from commlens.launch.supervision import (KILL_GRACE_S, STDERR_TAIL_CHARS, ConsoleStream, end_launch, interruption,
                                           supervised_command)
+from commlens.launch.topology import topology_record
 
 # How much longer than its own timeout a launch waits for a previous run of it to end: that run is
 # being stopped (its workflow killed), or, under Slurm, runs out its own time limit.
@@ -286,5 +288,8 @@ def _run_launch(installation, binary, kernel_args, scratch: str, placement, meta
         if placement.network and cluster is None and (reason := netem.unavailable_reason()):
             record["reason"] += f"; {reason}"
         record["console_tail"] = console[-STDERR_TAIL_CHARS:]
-    write_raw_file(output, record, partial, with_output=status == "ok")
+    # The machine the launch ran on, once the kernel is done: it costs the measurement nothing.
+    launcher_records = [topology_record(cluster.hostnames if cluster is not None else None,
+                                        allocation_hosts=placement.hosts, env=env)] if status == "ok" else []
+    write_raw_file(output, record, partial, with_output=status == "ok", launcher_records=launcher_records)
     return record

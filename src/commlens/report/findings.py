@@ -2,6 +2,10 @@
 rest of the report uses (sizes in B/KiB/MiB, changes in microseconds, bandwidths in MB/s), with a
 note where a finding may have another cause than its kind says.
 
+Where the launches recorded the library's control variables, a protocol switch, regime change or packet
+step names the size-valued settings of its row that lie where it was found, or says that none does
+(commlens.analysis.configuration.explain_findings).
+
 A protocol switch that every library shows at the same size on one node, and no off-node curve of the
 kernel shows there, is more likely a cache than a protocol: the libraries' protocols differ, while the
 size at which a message stops fitting a cache level is the machine's. The note says so as a
@@ -13,6 +17,7 @@ from __future__ import annotations
 import pandas as pd
 
 from commlens.analysis.anomalies import PRACTICAL
+from commlens.analysis.configuration import explain_findings
 from commlens.report.analysis_table import ReportData
 from commlens.report.elements import Table
 from commlens.units import format_exact_size, format_mbps, format_number, format_us
@@ -27,13 +32,18 @@ CAPTION = ("Every packet boundary, protocol switch, regime change, alignment eff
            "of an alignment class, the spike's size), `between`: the measured sizes it lies between; `change` "
            "(microseconds): a packet step's height, the jump at a switch, an alignment class's time less the "
            "other sizes' (below 0: faster) or a spike's extra time; `score`: the change in units of the curve's "
-           "noise. Launches in two modes are a finding too: the slow launches and by how much.")
+           "noise. Launches in two modes are a finding too: the slow launches and by how much. Where the launches "
+           "recorded the library's control variables, a switch, regime change or packet step says which size-valued "
+           "setting lies within one step of the size grid of it (`note`: \"at 8 KiB: btl_sm_eager_limit = 8192\"), "
+           "or that no recorded setting explains it.")
 
 
 def findings_table(data: ReportData) -> Table:
     findings = data.findings
     notes = cache_notes(findings, data)
-    rows = [_row(finding, notes.get(index, "")) for index, finding in findings.iterrows()]
+    settings = setting_notes(data)
+    rows = [_row(finding, "; ".join(note for note in (settings.get(index, ""), notes.get(index, "")) if note))
+            for index, finding in findings.iterrows()]
     frame = pd.DataFrame(rows, columns=["library", "placement", "kernel", "finding", "at", "between", "change (us)",
                                         "size", "score", "launches", "detail", "note"])
     frame = frame.loc[:, [column for column in frame if column in ("library", "placement", "kernel", "finding")
@@ -74,6 +84,17 @@ def _detail(finding: pd.Series) -> str:
     if _finite(before) and _finite(after):
         return f"bandwidth {format_mbps(before)} -> {format_mbps(after)} MB/s"
     return ""
+
+
+def setting_notes(data: ReportData) -> dict:
+    """{row index: note} for the protocol switches, regime changes and packet steps: the size-valued control
+    variables of the row that lie where it was found ("at 8 KiB: btl_sm_eager_limit = 8192"), or "no recorded
+    setting explains it" (commlens.analysis.configuration.explain_findings); none where the dataset recorded
+    no settings."""
+    if data.findings.empty:
+        return {}
+    explained = explain_findings(data.ds, data.findings)
+    return {index: text for index, text in explained["explanation"].items() if text}
 
 
 def cache_notes(findings: pd.DataFrame, data: ReportData) -> dict:

@@ -62,6 +62,13 @@ class MPIFamily:
         """Environment names of the control variables the listing (controls_probe's output) names."""
         raise NotImplementedError
 
+    def cvar_of_environment(self, variable: str) -> str | None:
+        """The MPI_T name of the control variable an environment variable sets (Open MPI's OMPI_MCA_x sets
+        cvar x), None where it sets none."""
+        if self.control_prefix and variable.startswith(self.control_prefix) and len(variable) > len(self.control_prefix):
+            return variable[len(self.control_prefix):]
+        return None
+
     def parse_device(self, output: str) -> str:
         """The device (network layer) the device probe's output names, "" when it says none."""
         return ""

@@ -38,6 +38,14 @@ class MPICH(MPIFamily):
     def parse_controls(self, listing: str) -> list[str]:
         return sorted(set(re.findall(r"^\s*(MPIR_CVAR_\w+)", listing, flags=re.MULTILINE)))
 
+    def cvar_of_environment(self, variable: str) -> str | None:
+        # MPI_T names MPICH's variables as the environment does: MPIR_CVAR_X (MPICH_X and MPIR_PARAM_X are
+        # the same variable's older spellings).
+        for prefix in ("MPIR_CVAR_", "MPICH_", "MPIR_PARAM_"):
+            if variable.startswith(prefix) and len(variable) > len(prefix):
+                return "MPIR_CVAR_" + variable[len(prefix):]
+        return None
+
     def parse_device(self, output: str) -> str:
         return next((line.split(":", 1)[1].strip() for line in output.splitlines()
                      if line.startswith("MPICH Device:")), "")

@@ -12,6 +12,7 @@ from collections import Counter
 
 import numpy as np
 
+from commlens.analysis.topology import placement_lines
 from commlens.report.methods.facts import NOT_RECORDED, _Facts
 
 # What each way of emulating nodes on one host is (commlens.launch.plan), in the words a reader needs.
@@ -31,6 +32,8 @@ def placements_section(facts: _Facts):
               ("nodes", "ppn", "transport", "emulated", "emulation", "network_rate", "mtu", "switch_rate",
                "link_delay", "link_loss", "link_shaper", "link_burst", "link_priority", "switch_shaper",
                "faults", "topology")}
+    # Each pair's relation in hwloc's terms, a flag where two ranks shared a core (commlens.analysis.topology).
+    coords["where_ranks_ran"] = placement_lines(ds)
     items = [f"{placement}: {'; '.join(_placement(facts, placement, {k: v.get(placement) for k, v in coords.items()}))}."
              for placement in (str(p) for p in ds["placement"].values)]
     # A placement no launch of which gave data recorded nothing of how it ran.
@@ -46,8 +49,9 @@ def placements_section(facts: _Facts):
         paragraphs.append(f"Emulated placements ({', '.join(unknown)}): more than one node on one host; how the "
                           f"nodes were emulated: {NOT_RECORDED} (no launch of the placement recorded it).")
     paragraphs.append("Each placement, with what its launches recorded: the hosts, the environment variables "
-                      "commlens's launcher set (a library row's own settings among them) and the CPUs each rank "
-                      "was allowed to run on (one CPU each where ranks were bound to cores):")
+                      "commlens's launcher set (a library row's own settings among them), the CPUs each rank "
+                      "was allowed to run on (one CPU each where ranks were bound to cores) and where that put each "
+                      "pair of ranks on its host's hardware, as hwloc describes it:")
     return paragraphs, items
 
 
@@ -85,7 +89,9 @@ def _placement(facts: _Facts, placement: str, get: dict) -> list[str]:
     parts.append(f"hosts: {_distinct(facts, 'hosts', placement)}")
     parts.append(f"environment set: {_environment(facts, placement)}")
     parts.append(f"CPUs each rank could run on (rank by rank): {_distinct(facts, 'cpu_binding', placement, ' | ')}")
+    parts.append(f"where the ranks ran (hwloc): {get.get('where_ranks_ran') or NOT_RECORDED}")
     return parts
+
 
 
 def _tiers(recorded, nodes, shaper) -> str:
