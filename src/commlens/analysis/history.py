@@ -25,7 +25,6 @@ import xarray as xr
 from commlens.analysis import changepoints
 from commlens.analysis.constants import normal_quantile
 from commlens.io.archive import HISTORY, UNREADABLE
-from commlens.io.dataset_errors import DatasetError
 from commlens.analysis.ranges import changed_ranges
 from commlens.data.samples import CURVE_DIMS
 from commlens.units import format_change, format_size_range

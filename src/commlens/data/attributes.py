@@ -6,7 +6,7 @@ from __future__ import annotations
 import getpass
 import json
 import socket
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import numpy as np
 
@@ -37,7 +37,7 @@ def dataset_attributes(campaign: Campaign, builds: dict[str, dict], runs, refuse
         "timer_resolution_s": (float(np.nanmin(runs.resolution)) if np.isfinite(runs.resolution).any()
                                else np.nan),
         "first_launch": min((s for s in runs.started.ravel() if s), default=""),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "refused_files": json.dumps([str(e) for e in refused]),
         # The seed of the launches' order in each round (commlens.campaign.rounds), where it ran in rounds.
         **({"round_seed": campaign.round_seed} if campaign.round_seed is not None else {}),

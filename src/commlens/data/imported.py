@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import numpy as np
@@ -168,7 +168,7 @@ def to_dataset(measurements: list[Measurement], library: str, placement: str, no
                       "spread statistics NaN unless the file reports percentiles (quantiles, with the P50 as "
                       "median); every number the file prints in `reported`; iters_per_sample 0: not recorded "
                       "(see commlens.io.importers)",
-        "history": f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} imported by commlens from "
+        "history": f"{datetime.now(UTC).isoformat(timespec='seconds')} imported by commlens from "
                    + ", ".join(str(m.path) for m in measurements),
     })
     return ds

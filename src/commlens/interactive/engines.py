@@ -62,7 +62,7 @@ def _commlens_run(argv):
     return _commlens_entry(MPI.COMM_WORLD.py2f(), len(words), array)
 '''
 
-_running: "weakref.WeakSet[Engines]" = weakref.WeakSet()
+_running: weakref.WeakSet[Engines] = weakref.WeakSet()
 
 
 def parse_placement(placement) -> Placement:
@@ -111,7 +111,7 @@ class Engines:
     leftovers_before: set[str] = field(default_factory=set)
     session_directory: str | None = None    # the engines' TMPDIR on this host (SESSION_DIRECTORY_PREFIX)
 
-    def __enter__(self) -> "Engines":
+    def __enter__(self) -> Engines:
         return self
 
     def __exit__(self, *exc) -> None:

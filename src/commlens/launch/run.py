@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 from commlens.io.atomic import NEARLY_FULL_BYTES, WriteError, free_bytes
@@ -240,7 +240,7 @@ def _run_launch(installation, binary, kernel_args, scratch: str, placement, meta
     elif placement.network:
         argv = netem.wrap(shlex.join(argv), placement.network)
     reserve = reserve_record_space(output)   # so that a kernel filling the disk still leaves room for its record
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     t0 = time.monotonic()
     try:
         # The supervisor holds the launch's locks too (held_descriptors): killed outright, this process

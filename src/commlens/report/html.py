@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 import json
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import holoviews as hv
 import xarray as xr
@@ -205,7 +205,7 @@ def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], t
 </head><body>
 <h1>{html.escape(title)}</h1>
 <p class='caption'>{html.escape(config_description(ds))}
-Report written {datetime.now(timezone.utc).isoformat(timespec="seconds")} from the dataset alone.</p>
+Report written {datetime.now(UTC).isoformat(timespec="seconds")} from the dataset alone.</p>
 {_conclusions_html(found)}
 {flags}
 {_sanity_html(found)}
