@@ -135,7 +135,7 @@ def recorded_dataset(tmp_path: Path, kinds=KINDS, real_hosts: bool = False, fail
         "libraries": {row: {"mpi": row} for row, _ in ROWS.values()},
         "placements": [{"name": name, **spec} for name, (spec, _, _) in kinds.items()]})
     paths = []
-    for family, (row, library) in ROWS.items():
+    for family, (row, _library) in ROWS.items():
         for name, (spec, how, hosts) in kinds.items():
             status = "failed" if name in failed else "ok"
             meta = {"record": "launch", "schema": 1, "status": status, "library": row, "mpi": row,

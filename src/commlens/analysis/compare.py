@@ -103,7 +103,6 @@ def compare(baseline: xr.Dataset, candidate: xr.Dataset, *, min_effect: float = 
         empty = [d for d in dims if base.sizes[d] == 0]
         raise ValueError(f"baseline and candidate share no {', '.join(empty)} labels")
     cells = [d for d in dims if d != "size"] + (["size"] if "size" in dims else [])   # curves, then size
-    shape = tuple(base.sizes[d] for d in cells)
     pair = pair_by_round and "round" in base and "round" in cand
     arrays = _test(base.transpose(*cells, "launch_b"), cand.transpose(*cells, "launch_c"),
                    confidence, one_launch_factor, one_launch_floor, pair)

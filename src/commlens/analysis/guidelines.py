@@ -230,13 +230,13 @@ def _mock_up_checks(ds: xr.Dataset, stats: dict):
             continue
         if nprocs is None and any(exponent for _, exponent in parts):
             continue  # the parts' sizes depend on the number of ranks, which the dataset does not say
-        for l, library in enumerate(_labels(ds, "library")):
+        for i, library in enumerate(_labels(ds, "library")):
             for p, placement in enumerate(_labels(ds, "placement")):
-                collective = _curve(stats, (l, p, k))
+                collective = _curve(stats, (i, p, k))
                 if not collective["sample_count"].any():
                     continue
                 ranks = int(nprocs[p]) if nprocs is not None else 1
-                mock_up = _sum_of_parts(ds, stats, (l, p), [(kernels.index(f"{family}{part}{variant}"), exponent)
+                mock_up = _sum_of_parts(ds, stats, (i, p), [(kernels.index(f"{family}{part}{variant}"), exponent)
                                                             for part, exponent in parts], ranks)
                 if not mock_up["sample_count"].any():
                     continue
@@ -292,9 +292,9 @@ def _ssend_checks(ds: xr.Dataset, stats: dict):
         standard = f"{family}send{variant}"
         if operation != "ssend" or standard not in kernels:
             continue
-        for l, library in enumerate(_labels(ds, "library")):
+        for i, library in enumerate(_labels(ds, "library")):
             for p, placement in enumerate(_labels(ds, "placement")):
-                synchronous = _curve(stats, (l, p, k))
+                synchronous = _curve(stats, (i, p, k))
                 if synchronous["sample_count"].any():
                     yield _Check(library, placement, kernel, "ssend", kernel, standard, FASTER, synchronous,
-                                 _curve(stats, (l, p, kernels.index(standard))))
+                                 _curve(stats, (i, p, kernels.index(standard))))

@@ -259,7 +259,7 @@ def _no_data_rows(ds) -> pd.DataFrame:
     if "library_status" in ds.coords:      # a library whose environment or build failed says why once
         failed = {str(k): (str(s), str(r)) for k, s, r in zip(ds["library"].values, ds["library_status"].values,
                                                              ds["library_reason"].values) if s != "ok"}
-        for library, (status, reason) in failed.items():
+        for library, (_status, reason) in failed.items():
             mine = table["library"] == library
             table.loc[mine & (table["reason"] == ""), "reason"] = reason
     grouped = table.groupby(["library", "placement", "kernel", "status", "reason"], sort=False).size()
