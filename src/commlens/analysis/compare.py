@@ -274,8 +274,9 @@ def _modes(value: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray]:
     (commlens.analysis.modes), "" where they ran in one; and the values with the slow mode's launches left
     out where each mode held two launches or more: the comparison is then made in the fast mode, and says
     so. Always the fast one, whichever holds more launches: the rows must be compared in the same mode,
-    and the fast one is the host's own, the slow one what something else made of it. A lone launch far from the others is said and
-    kept (three launches cannot tell a mode from noise), counted as launch-to-launch variation."""
+    and the fast one is the host's own, the slow one what something else made of it. A lone launch far
+    from the others is said and kept (three launches cannot tell a mode from noise), counted as
+    launch-to-launch variation."""
     curve_dims = [dim for dim in value.dims if dim not in ("size", "launch")]
     found = xr.DataArray(np.full([value.sizes[d] for d in curve_dims], "", dtype=object), dims=curve_dims,
                          coords={d: value[d] for d in curve_dims})

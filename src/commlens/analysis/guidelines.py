@@ -22,15 +22,15 @@ wherever the dataset has the measurements they need:
 - ssend: a synchronous send is not faster than a standard one: <family>.ssend[@variant]
   against <family>.send[@variant] (pingpong, multipingpong).
 
-"Measurably" is judged as commlens.analysis.compare judges a change, with the launch as the unit:
-each check is the measurement against its reference, size by size, compare's unpaired t test on the
-logs of the launches' medians, their variance moderated across neighbouring sizes. The mock-up's launch i is the sum of its parts' launches i:
-the parts ran in separate launches, so these are independent draws of the sum. A cell
-breaks its guideline where compare finds the measurement on the wrong side of its reference
-by at least `min_effect` and the one-sided q value passes 1 - confidence: p values towards
-breaking, adjusted (Benjamini-Hochberg) over every cell of every check of the dataset at
-once, so the false discovery rate holds for the whole table. Consecutive such sizes (of
-those the check could be made at) are one row.
+"Measurably" is judged as commlens.analysis.compare judges a change, with the launch as the unit: each
+check is the measurement against its reference, size by size, compare's unpaired t test on the logs of
+the launches' medians, their variance moderated across neighbouring sizes. The mock-up's launch i is the
+sum of its parts' launches i: the parts ran in separate launches, so these are independent draws of the
+sum. A cell breaks its guideline where compare finds the measurement on the wrong side of its reference
+by at least `min_effect` and the one-sided q value passes 1 - confidence: p values towards breaking,
+adjusted (Benjamini-Hochberg) over every cell of every check of the dataset at once, so the false
+discovery rate holds for the whole table. Consecutive such sizes (of those the check could be made at)
+are one row.
 """
 
 from __future__ import annotations
@@ -107,7 +107,8 @@ def check(ds: xr.Dataset, min_effect: float = 0.05, confidence: float = 0.95) ->
         return empty_table()
     reference, measured = (_stacked(ds, checks, side) for side in ("reference_stats", "measured_stats"))
     result = _violations(compare(reference, measured, min_effect=min_effect, confidence=confidence), checks)
-    rows = [_row(checks[int(run["check"])], run) for _, run in changed_ranges(result, ("violated",), split_by_ratio=False).iterrows()]
+    runs = changed_ranges(result, ("violated",), split_by_ratio=False)
+    rows = [_row(checks[int(run["check"])], run) for _, run in runs.iterrows()]
     return pd.DataFrame(rows, columns=list(COLUMNS)) if rows else empty_table()
 
 

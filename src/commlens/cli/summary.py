@@ -114,7 +114,8 @@ def _few_line(hidden: tuple[str, ...], points: list) -> str:
     one line over all their launches, so that a large campaign's table is not followed by a line a curve."""
     if len(points) == 1:
         labels, size, counts = points[0]
-        return f"{', '.join(labels)} at {format_size(size)}: {', '.join(hidden)} not shown: {too_few_samples(counts)[1]}"
+        return (f"{', '.join(labels)} at {format_size(size)}: {', '.join(hidden)} not shown: "
+                f"{too_few_samples(counts)[1]}")
     words = too_few_samples(np.concatenate([np.ravel(counts) for _, _, counts in points]))[1]
     return (f"{', '.join(hidden)} not shown for {len(points)} curves at their smallest size: {words} "
             f"(--per-size: each size's)")

@@ -17,8 +17,8 @@ from commlens.data.samples import POINT_DIMS, ragged_positions, start_variable
 # What a cell holds where a dataset has no such library, placement, kernel, size or launch: that side
 # never asked for it, so its status is "skipped" (not "missing", a launch asked for that gave no file).
 _FILL = {"status": "skipped", "settled": False, "iters_per_sample": 0, "position": -1, "sample_count": 0,
-         "round": -1, "round_position": -1, "started": "", "hosts": "", "cpu_binding": "", "launch_env": "", "kernel_info": "", "reason": "",
-         "partial": False, "suite_metric": ""}
+         "round": -1, "round_position": -1, "started": "", "hosts": "", "cpu_binding": "", "launch_env": "",
+         "kernel_info": "", "reason": "", "partial": False, "suite_metric": ""}
 # The axes a row is appended along (library) or that hold samples, never merged as a union.
 _NOT_UNITED = ("library", "sample")
 

@@ -78,11 +78,13 @@ def point_statistics(samples: list[np.ndarray]) -> dict[str, np.ndarray]:
         out["sample_count"][i] = count
         if not count:
             continue
-        out["median"][i] = values[(count - 1) // 2] if count % 2 else 0.5 * (values[count // 2 - 1] + values[count // 2])
+        half = count // 2
+        out["median"][i] = values[(count - 1) // 2] if count % 2 else 0.5 * (values[half - 1] + values[half])
         out["mean"][i] = values.mean()
         out["min"][i] = values[0]
         q1, q3 = np.quantile(values, (0.25, 0.75))
-        inner = values[(values >= q1) & (values <= q3)]     # empty for two samples: NaN (no sample between the quartiles)
+        # Empty for two samples: NaN (no sample between the quartiles).
+        inner = values[(values >= q1) & (values <= q3)]
         out["iqm"][i] = inner.mean() if inner.size else np.nan
         out["std"][i] = values.std(ddof=1) if count > 1 else np.nan
         out["quantiles"][i] = np.quantile(values, QUANTILES)

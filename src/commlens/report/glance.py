@@ -233,8 +233,8 @@ def _warnings(ds) -> list[str]:
             worst = np.unravel_index(np.nanargmax(apart), apart.shape)
             where = _where(ds, worst + (0,)).rsplit(", launch", 1)[0]
             found.append(f"launches disagree: at {int(far.sum())} of {int(several.sum())} points the launches' "
-                            f"medians are {LAUNCHES_APART:g}x apart or more (at most {format_number(apart[worst], 3)}x: "
-                            f"{where})")
+                            f"medians are {LAUNCHES_APART:g}x apart or more "
+                            f"(at most {format_number(apart[worst], 3)}x: {where})")
     if "settled" in ds and _measured(ds).any():
         share = (ds["settled"].values.astype(bool) & _measured(ds)).sum() / max(int(_measured(ds).sum()), 1)
         if share < FEW_SETTLED:

@@ -43,7 +43,8 @@ def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=()
     for mark in vlines:
         x, colour = mark[0], mark[1]
         line = hv.VLine(float(x))
-        layers.append(line.opts(color=colour, line_dash="dashed") if bokeh else line.opts(color=colour, linestyle="dashed"))
+        layers.append(line.opts(color=colour, line_dash="dashed") if bokeh
+                      else line.opts(color=colour, linestyle="dashed"))
     overlay = hv.Overlay(layers).opts(title=title, xlabel="size", ylabel=label, logx=True, logy=True,
                                       **_size_tick_options(frame["size"]), **_size_options())
     return overlay.opts(legend_opts={"click_policy": "hide"}) if bokeh else overlay

@@ -31,7 +31,8 @@ def placements_section(facts: _Facts):
               ("nodes", "ppn", "transport", "emulated", "emulation", "network_rate", "mtu", "switch_rate",
                "link_delay", "link_loss", "link_shaper", "link_burst", "link_priority", "switch_shaper",
                "faults", "topology")}
-    items = [f"{placement}: {'; '.join(_placement(facts, placement, {k: v.get(placement) for k, v in coords.items()}))}."
+    items = [f"{placement}: "
+             f"{'; '.join(_placement(facts, placement, {k: v.get(placement) for k, v in coords.items()}))}."
              for placement in (str(p) for p in ds["placement"].values)]
     # A placement no launch of which gave data recorded nothing of how it ran.
     emulated = {p: coords["emulation"].get(p) or "" for p, e in coords["emulated"].items()
