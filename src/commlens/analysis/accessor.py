@@ -109,7 +109,8 @@ class CommlensAccessor:
         """{cell: {name: (dims, values)}} -> one Dataset over the curve dims; shorter
         per-curve arrays (fewer segments) are padded with NaN."""
         shape = tuple(self._ds.sizes[dim] for dim in CURVE_DIMS)
-        dims_of, lengths = {}, {}
+        dims_of: dict[str, tuple[str, ...]] = {}
+        lengths: dict[str, int] = {}
         for variables in results.values():
             for name, (dims, values) in variables.items():
                 dims_of[name] = dims

@@ -63,7 +63,9 @@ def open_history(target) -> xr.Dataset:
     `log_location`, `launch_var` (variance of the log launch medians, NaN below two launches) and
     `launches`; coords `created` and `source` on rerun (numbered from 1, oldest first)."""
     paths = rerun_paths(target)
-    reruns, created, sources = [], [], []
+    reruns = []
+    created: list[str] = []
+    sources: list[str] = []
     for path in paths:
         statistics = _rerun_statistics(path)
         stamp = str(statistics.attrs.get("created", ""))

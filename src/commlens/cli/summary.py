@@ -83,7 +83,8 @@ def summary_rows(ds) -> tuple[list[list[str]], list[str]]:
     stats = ds.commlens.summary(ci=False)[["median", *TIMES, "bandwidth"]]
     marks = curve_marks(curve_origins(ds))
     counts = launch_counts(ds)
-    rows, few = [], {}      # few: {tails left out: [(labels, size, its launches' counts)]}
+    rows = []
+    few: dict[tuple[str, ...], list] = {}   # {tails left out: [(labels, size, its launches' counts)]}
     for lib in ds.library.values:
         for pl in ds.placement.values:
             for k in ds.kernel.values:

@@ -50,7 +50,7 @@ def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None
     for dim in dims:
         for name, coord in parts[0].coords.items():
             if coord.dims == (dim,) and name != dim:
-                known = {}
+                known: dict = {}
                 for part in reversed(parts):
                     known.update(zip(part[dim].values.tolist(), part[name].values.tolist()))
                 axis_coords[name] = (dim, [known[label_] for label_ in union[dim]], coord.attrs)

@@ -182,7 +182,7 @@ def _supervise(command: list[str], log: IO[str], console: Console) -> tuple[int,
     process = subprocess.Popen(guarded_workflow(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, bufsize=1, start_new_session=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    interrupted = []
+    interrupted: list[int] = []
 
     def stop_workflow():
         if process.poll() is None:

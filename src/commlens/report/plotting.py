@@ -105,7 +105,7 @@ def _small_multiples(frame: pd.DataFrame, panel: str, by: str, title: str, bandw
     forty kernel variants of a placement read as forty comparable panels rather than 200 tangled lines."""
     bokeh = hv.Store.current_backend == "bokeh"
     size = {"width": 280, "height": 210} if bokeh else {"fig_inches": (3.2, 2.4)}
-    panels = []
+    panels: list[hv.Overlay] = []
     for name, rows in frame.groupby(panel, sort=True):
         overlay = _curves(rows, by, str(name), bandwidth, ylabel=ylabel, points=False)   # lines: panels are small
         panels.append(overlay.opts(show_legend=len(panels) == 0, fontsize={"title": 9}, **size))

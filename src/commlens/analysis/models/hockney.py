@@ -79,7 +79,8 @@ def fit_hockney_to_curve(curve: Curve, confidence: float, n_boot: int, seed: int
     a, b = float(a[0]), float(b[0])
 
     rng = np.random.default_rng(seed)
-    launches = np.flatnonzero(np.isfinite(curve.launch_median_s).sum(axis=0) >= 3) if curve.n_launches > 1 else []
+    launches: np.ndarray | list[int] = (np.flatnonzero(np.isfinite(curve.launch_median_s).sum(axis=0) >= 3)
+                                        if curve.n_launches > 1 else [])
     if len(launches) >= 2:
         a_each, b_each = relative_line(x, curve.launch_median_s[:, launches].T)
         max_rel, median_rel = relative_residuals(y, a + b * x)

@@ -80,7 +80,8 @@ def read_imb(path, nprocs: int, partial: bool = False) -> list[Measurement]:
     checked as they come, the others' are passed over."""
     source = InputFile(path)
     path = source.path
-    banner, first, header, blocks, finished = None, "", _Header(), [], False
+    blocks: list[dict] = []
+    banner, first, header, finished = None, "", _Header(), False
     for number, line in source.lines():
         text = line.strip()
         if banner is None and (banner := BANNER.search(line)) is None:

@@ -133,7 +133,9 @@ def read_osu(path, nprocs: int, sizes: tuple[int, int] | None = None, partial: b
     source = InputFile(path)
     path = source.path
     title_line, title, bench, first = None, None, None, ""
-    stated, tables, datatype = {}, [], "unknown (not printed)"
+    stated: dict[str, str] = {}
+    tables: list[_Table] = []
+    datatype = "unknown (not printed)"
     for number, line in source.lines():
         text = line.strip()
         if match := TITLE.search(text):

@@ -306,7 +306,7 @@ def _launches_out_of_order(ds: xr.Dataset) -> tuple[int, int] | None:
     if "position" not in ds:
         return None
     position = ds["position"].transpose("library", "placement", "kernel", "launch", "size").values
-    runs = position.reshape(-1, position.shape[-1]) if position.size else []
+    runs: np.ndarray | list[np.ndarray] = position.reshape(-1, position.shape[-1]) if position.size else []
     out_of_order = considered = 0
     for run in runs:
         measured = run[run >= 0]
