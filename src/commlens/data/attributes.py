@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import getpass
 import json
+from collections.abc import Sequence
 import socket
 from datetime import datetime, UTC
 
@@ -16,7 +17,7 @@ from commlens.io.raw import RawFileError
 from commlens.launch.provenance import cpu_model, git_commit, os_description, source_hash
 
 
-def dataset_attributes(campaign: Campaign, builds: dict[str, dict], runs, refused: list[RawFileError]) -> dict:
+def dataset_attributes(campaign: Campaign, builds: dict[str, dict], runs, refused: Sequence[RawFileError]) -> dict:
     """The dataset's provenance: the campaign, the code and builds that ran it, and the hosts."""
     flags = sorted({b["cflags"] for b in builds.values() if "cflags" in b})
     return {

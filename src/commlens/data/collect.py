@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,7 +83,7 @@ def collection_space(raw_files, dataset) -> str:
 
 
 def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries: dict[str, dict],
-                  builds: dict[str, dict], refused: list[RawFileError] = (), samples_file=None) -> xr.Dataset:
+                  builds: dict[str, dict], refused: Sequence[RawFileError] = (), samples_file=None) -> xr.Dataset:
     """The campaign dataset: every sample of every launch as a ragged array (commlens.data.samples), with
     per-point statistics and the launches' records over dense axes.
 
@@ -216,6 +216,7 @@ def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecor
             runs.link_burst[meta["placement"]] = float(meta["link_burst_s"])
         runs.link_priority.setdefault(meta["placement"], []).append(meta.get("link_priority", ""))
         run = result.run
+        assert run is not None      # a launch that ended ok recorded its run
         runs.resolution[cell] = run["timer_resolution_s"]
         runs.overhead[cell] = run["harness_overhead_s"]
         runs.hosts[cell] = ",".join(run["hosts"])
@@ -287,7 +288,7 @@ def _point_records(batches: list, axes: _Axes) -> tuple[list[int], _PointRecords
                                 subtracted=subtracted, exit_skew=exit_skew, short_dropped=short_dropped, stats=stats)
 
 
-def _mark_refused(refused: list[RawFileError], axes: _Axes, runs: _RunRecords) -> None:
+def _mark_refused(refused: Sequence[RawFileError], axes: _Axes, runs: _RunRecords) -> None:
     for error in refused:
         # A refused file still names its cell when its launch record can be read.
         try:

@@ -97,7 +97,7 @@ def _completed(part: xr.Dataset, other: xr.Dataset) -> xr.Dataset:
                                for name, coord in other.coords.items()
                                if name not in part.coords and set(coord.dims) <= set(part.dims) - {"sample"}})
     return part.assign({name: (var.dims, np.full([part.sizes[d] for d in var.dims],
-                                                 _FILL.get(name, _blank(var.dtype)), dtype=var.dtype), var.attrs)
+                                                 _FILL.get(str(name), _blank(var.dtype)), dtype=var.dtype), var.attrs)
                         for name, var in other.data_vars.items()
                         if name not in part.data_vars and set(var.dims) <= set(part.dims) - {"sample"}})
 
@@ -110,8 +110,8 @@ def _blank(dtype: np.dtype):
 def _reindex_filled(ds: xr.Dataset, union: dict) -> xr.Dataset:
     """Reindexed to the union of both datasets' axes, keeping every variable's dtype."""
     # Times (a launch's `started`, datetimes since datasets follow CF) are NaT where there is no launch.
-    out = ds.reindex(union, fill_value={name: np.datetime64("NaT") if var.dtype.kind == "M" else _FILL.get(name, np.nan)
-                                        for name, var in ds.data_vars.items()})
+    out = ds.reindex(union, fill_value={name: np.datetime64("NaT") if var.dtype.kind == "M"
+                                        else _FILL.get(str(name), np.nan) for name, var in ds.data_vars.items()})
     for name, var in ds.data_vars.items():
         out[name] = out[name].astype(var.dtype if var.dtype.kind != "U" else str)
     return out

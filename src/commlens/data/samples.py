@@ -109,7 +109,7 @@ class PointStatistics:
         """Statistics of the points at `indices` (over POINT_DIMS) from their samples."""
         self.put_computed(indices, point_statistics(samples))
 
-    def put_computed(self, indices: list[tuple[int, ...]], computed: dict[str, np.ndarray]) -> None:
+    def put_computed(self, indices: list[tuple[int, ...]] | np.ndarray, computed: dict[str, np.ndarray]) -> None:
         """point_statistics already computed for the points at `indices`, in the same order."""
         at = tuple(np.array(indices, dtype=np.int64).reshape(-1, len(self.shape)).T)
         for name, values in computed.items():
@@ -118,9 +118,10 @@ class PointStatistics:
     def variables(self) -> dict:
         """As dataset variables over POINT_DIMS (with `quantile` and `bound` dims)."""
         v = self.values
-        variables = {"sample_count": (POINT_DIMS, v["sample_count"],
-                                      {"long_name": "samples of the point (0: not measured)",
-                                       "sample_dimension": "sample", "sample_order": " ".join(RAGGED_ORDER)})}
+        variables: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = {
+            "sample_count": (POINT_DIMS, v["sample_count"],
+                             {"long_name": "samples of the point (0: not measured)",
+                              "sample_dimension": "sample", "sample_order": " ".join(RAGGED_ORDER)})}
         for name, meaning in POINT_STATISTICS.items():
             variables[name] = (POINT_DIMS, v[name], {"units": "s", "long_name": meaning})
         variables["quantiles"] = (POINT_DIMS + ("quantile",), v["quantiles"],

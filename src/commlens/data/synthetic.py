@@ -224,7 +224,7 @@ def with_modes(curve: SyntheticCurve, modes: Modes, seed: int = 0) -> tuple[Synt
     """`curve` (with a launch axis) with each launch drawn into the slow mode or not; and which were."""
     if curve.times.ndim != 3:
         raise ValueError("modes need a curve with a launch axis (generate with n_launches)")
-    slow = np.random.default_rng(seed).random(curve.times.shape[1]) < modes.probability
+    slow = np.random.default_rng(seed).random((curve.times.shape[1],)) < modes.probability
     times = curve.times * np.where(slow, modes.factor, 1.0)[None, :, None]
     return SyntheticCurve(curve.sizes, times, curve.truth, curve.noise), slow
 
@@ -253,10 +253,10 @@ def in_rounds(curves: dict, drift: Drift = Drift(), seed: int = 0) -> xr.Dataset
     factors = {key: np.ones(rounds) for key in keys}
     total = rounds * len(keys)
     for r in range(rounds):
-        for position, index in enumerate(rng.permutation(len(keys))):
+        for place, index in enumerate(rng.permutation(len(keys))):
             key = keys[index]
-            positions[key][r] = position
-            elapsed = (r * len(keys) + position) / max(total - 1, 1)
+            positions[key][r] = place
+            elapsed = (r * len(keys) + place) / max(total - 1, 1)
             factors[key][r] = (1 + drift.ramp * elapsed) * (drift.slow_factor if r == drift.slow_round else 1.0)
     ds = dataset_from_cubes({key: (curve.sizes, curve.times * factors[key][None, :curve.times.shape[1], None])
                              for key, curve in curves.items()}, rounds=True)

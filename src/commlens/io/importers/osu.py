@@ -133,7 +133,7 @@ def read_osu(path, nprocs: int, sizes: tuple[int, int] | None = None, partial: b
     source = InputFile(path)
     path = source.path
     title_line, title, bench, first = None, None, None, ""
-    stated: dict[str, str] = {}
+    stated: dict[str, int | str] = {}
     tables: list[_Table] = []
     datatype = "unknown (not printed)"
     for number, line in source.lines():
@@ -143,7 +143,7 @@ def read_osu(path, nprocs: int, sizes: tuple[int, int] | None = None, partial: b
                 raise ImportFileError(path, f"holds more than one OSU output (titles at lines {title_line} and "
                                             f"{number}); give each run its own file", number)
             title_line, title, bench = number, match, _benchmark(path, match, number, nprocs)
-        elif title is None:
+        elif bench is None:        # no title yet (read with it)
             if starts_row(text):          # refused here, not after reading a file of numbers to its end
                 raise ImportFileError(path, f"not an OSU Micro-Benchmarks output: no '# OSU ... Test' title line "
                                             f"before its first row of numbers (line {number}: {text[:120]!r}); "
@@ -163,7 +163,7 @@ def read_osu(path, nprocs: int, sizes: tuple[int, int] | None = None, partial: b
                     raise ImportFileError(path, "a row of numbers before any column header ('# Size ...'): OSU "
                                                 "prints its header before its rows", number)
                 tables[-1].add(source, number, text.split(), bench)
-    if title is None:
+    if title is None or bench is None:
         raise ImportFileError(path, f"not an OSU Micro-Benchmarks output: no '# OSU ... Test' title line "
                                     f"(first line: {first[:120]!r}); known benchmarks: {known()}")
     if not tables:
