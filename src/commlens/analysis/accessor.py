@@ -123,7 +123,7 @@ class CommlensAccessor:
                 values = np.asarray(variables[name][1], dtype=float)
                 array[cell + tuple(slice(0, n) for n in values.shape)] = values
             data_vars[name] = (CURVE_DIMS + dims, array)
-        coords = {dim: self._ds[dim].values for dim in CURVE_DIMS}
+        coords: dict[str, np.ndarray | list[str]] = {dim: self._ds[dim].values for dim in CURVE_DIMS}
         coords.update({dim: ["low", "high"] if dim == "bound" else np.arange(n) for dim, n in lengths.items()})
         return xr.Dataset(data_vars, coords=coords, attrs={"model": model})
 

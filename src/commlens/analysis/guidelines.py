@@ -255,7 +255,7 @@ def _sum_of_parts(ds: xr.Dataset, stats: dict, row: tuple, parts: list, ranks: i
     """The mock-up's statistics at each of the dataset's sizes: launch by launch, each statistic
     summed over the parts, each part at its own size; absent where any part is."""
     sizes = ds["size"].values
-    total = None
+    total: dict | None = None
     for kernel, exponent in parts:
         part = _curve(stats, row + (kernel,))
         at = _part_sizes(sizes, exponent, ranks)
@@ -268,6 +268,7 @@ def _sum_of_parts(ds: xr.Dataset, stats: dict, row: tuple, parts: list, ranks: i
             continue
         total = {name: np.minimum(total[name], values) if name == "sample_count" else total[name] + values
                  for name, values in placed.items()}
+    assert total is not None        # a mock-up has parts (MOCK_UPS)
     absent = total["sample_count"] == 0
     for name, values in total.items():
         if name != "sample_count":

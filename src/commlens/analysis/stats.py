@@ -17,6 +17,7 @@ narrower than a typical launch's own.
 from __future__ import annotations
 
 import warnings
+from typing import cast
 from contextlib import contextmanager
 
 import numpy as np
@@ -57,7 +58,8 @@ def interval_over_launches(values: xr.DataArray, within: xr.DataArray, confidenc
     typical_low = within.sel(bound="low", drop=True).median("launch")
     typical_high = within.sel(bound="high", drop=True).median("launch")
     positive = (values > 0) | values.isnull()
-    logs = np.log(values.where(positive.all("launch")))
+    # numpy's stubs: a ufunc of a DataArray is one
+    logs = cast(xr.DataArray, np.log(values.where(positive.all("launch"))))
     sd = logs.std("launch", ddof=1)
     t = xr.apply_ufunc(lambda n: scipy_stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1)), launches)
     # The median of two values is their mean; from three on, its standard error is larger.

@@ -156,7 +156,7 @@ def is_ragged(ds: xr.Dataset) -> bool:
     return "sample_count" in ds and ds["time"].dims == ("sample",)
 
 
-def curve_slice(ds: xr.Dataset, cell: tuple[int, int, int]):
+def curve_slice(ds: xr.Dataset, cell: tuple[int, ...]):
     """One curve (integer cell over CURVE_DIMS) as (counts (n_sizes, n_launches), starts relative to
     `values`, values): one contiguous read of `time` covering all its points."""
     counts = ds["sample_count"].transpose(*POINT_DIMS).values[cell]

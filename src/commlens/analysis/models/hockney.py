@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Any
+
 import numpy as np
 from scipy import stats
 
@@ -41,7 +43,7 @@ class HockneyFit:
         scalars = ("latency_s", "bandwidth_Bps", "n_half_bytes", "max_rel_residual",
                    "median_rel_residual", "n_sizes")
         intervals = ("latency_interval_s", "bandwidth_interval_Bps", "n_half_interval_bytes")
-        out = {name: ((), getattr(self, name)) for name in scalars}
+        out: dict[str, tuple[tuple[str, ...], Any]] = {name: ((), getattr(self, name)) for name in scalars}
         out.update({name: (("bound",), np.array(getattr(self, name))) for name in intervals})
         return out
 
