@@ -13,6 +13,7 @@ import shutil
 import socket
 import tempfile
 import weakref
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,9 +88,10 @@ class Engines:
     Stop it with stop(), a `with` block, or let the interpreter's exit do it.
     """
 
-    cluster: object
-    client: object
-    view: object
+    # ipyparallel's Cluster, Client and DirectView (ipyparallel ships no types: Any)
+    cluster: Any
+    client: Any
+    view: Any
     library: str
     mpi: str
     family: str

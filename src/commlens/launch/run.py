@@ -221,7 +221,8 @@ def _run_launch(installation, binary, kernel_args, scratch: str, placement, meta
     except netem.LinkError as error:
         return record_not_run(output, meta, "failed", f"its emulated links could not be made: {error}")
     env = {**os.environ, **allocation, **plan.env}
-    private = (scratch,)   # the launch's own directories, removed by its supervisor however the launch ends
+    # The launch's own directories, removed by its supervisor however the launch ends.
+    private: tuple[str, ...] = (scratch,)
     if placement.hosts == 1:
         # The launcher's and the ranks' session files in a directory of the launch's own, not /tmp
         # (SESSION_DIRECTORY_PREFIX says why). Virtual nodes have one each (their node-exec sets it);

@@ -66,7 +66,8 @@ def _has_data(ds: xr.Dataset, library: str) -> bool:
 
 
 def library_row_comparisons(data: ReportData) -> list:
-    items, asked = [], bool(data.config.get("compare"))
+    items: list[Comparison | Skipped] = []
+    asked = bool(data.config.get("compare"))
     for baseline, candidate in comparison_pairs(data):
         name, title = f"compare-{baseline}-{candidate}", f"{candidate} against {baseline}"
         empty = [row for row in (baseline, candidate) if not _has_data(data.ds, row)]

@@ -15,7 +15,7 @@ class Figure:
     name: str          # file stem under figures/
     title: str
     caption: str
-    build: Callable[[], Any]   # () -> HoloViews object, called once per backend
+    build: Callable[..., Any]   # () -> HoloViews object, called once per backend (its defaults bind a loop's values)
     panels: int = 1    # small multiples: what drawing it costs grows with them
     page: str = ""     # the report page it belongs on (see figures.PAGES); "" the first page
     # The (library, placement, kernel) curves it draws against size, time and bandwidth: every measured
