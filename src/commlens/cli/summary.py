@@ -199,7 +199,7 @@ def format_table(rows: list[list[str]]) -> str:
             padded[-1] = cells[-1]
         return GAP.join(padded).rstrip()
 
-    titles = [" " * widths[i] for i in range(len(COLUMNS))]
+    titles: list[str | None] = [" " * widths[i] for i in range(len(COLUMNS))]   # None: inside a group's title
     for first, last, title in GROUPS:
         span = sum(widths[first:last]) + len(GAP) * (last - first - 1)
         titles[first:last] = [title.center(span)] + [None] * (last - first - 1)

@@ -57,14 +57,14 @@ class ImportRefused(ValueError):
 
 def import_files(paths, suite: str, library: str, placement: str, kernel: str | None = None,
                  nodes: int | None = None, ppn: int | None = None, name: str | None = None,
-                 partial: bool = False, osu_sizes: tuple[int, int] | None = None,
+                 partial: bool = False, osu_sizes: tuple[int, int | None] | None = None,
                  skip_bad: bool = False) -> xr.Dataset:
     """The files (all of `suite`: osu, imb or netpipe) as one library row on one placement. Every
     file is tried: if any is refused, ImportRefused lists them all, unless `skip_bad`, when the
     others are imported and the refusals recorded (`refused_files`). `kernel` names the row of the
     batch's one kernel (its own name, or with an @label); nodes and ppn default to what the
     placement's name says (1N2P); `partial` imports truncated files, marked partial; `osu_sizes` is
-    the -m MIN:MAX the OSU runs were given (default: each benchmark's own)."""
+    the -m MIN:MAX the OSU runs were given (default, or MAX None: each benchmark's own)."""
     nodes, ppn = placement_shape(placement, nodes, ppn)
     paths = list(paths)
     measurements, refusals = read_batch(paths, suite, nodes * ppn, partial, osu_sizes)

@@ -96,7 +96,7 @@ class _Progress:
                     self.bar.update(1)
                     self.bar.set_postfix(size=record["size"], median_s=f"{np.median(record['samples']):.3g}")
                 if self.on_point is not None:
-                    self.on_point(Point(size=record["size"], samples=[float(s) for s in record["samples"]],
+                    self.on_point(Point(size=record["size"], samples=np.asarray(record["samples"], dtype=np.float64),
                                         iters_per_sample=record["iters_per_sample"],
                                         settled=bool(record["settled"]), rse=record.get("rse", np.nan),
                                         errors=record.get("errors"),

@@ -125,10 +125,11 @@ def known() -> str:
     return ", ".join(b.program for b in BENCHMARKS.values())
 
 
-def read_osu(path, nprocs: int, sizes: tuple[int, int] | None = None, partial: bool = False) -> list[Measurement]:
+def read_osu(path, nprocs: int, sizes: tuple[int, int | None] | None = None,
+             partial: bool = False) -> list[Measurement]:
     """The tables of one OSU output file run on `nprocs` ranks (a table per datatype). `sizes` is the
-    -m MIN:MAX the run was given (default: the benchmark's own); a table that stops short of it is
-    refused unless `partial`, when it is imported marked partial. The file is read a line at a time,
+    -m MIN:MAX the run was given (default, or MAX None: the benchmark's own); a table that stops short
+    of it is refused unless `partial`, when it is imported marked partial. The file is read a line at a time,
     each row checked as it comes: a file that is no OSU output is refused at its first row."""
     source = InputFile(path)
     path = source.path
