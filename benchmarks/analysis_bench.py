@@ -36,7 +36,7 @@ def curve_truth(index: int, sizes: np.ndarray) -> syn.GroundTruth:
 def campaign():
     curves = {}
     grids = [syn.log_uniform(1, 4 * 2**20, N_SIZES, seed=1), syn.linear(64, 64 * N_SIZES, 64)]
-    for index, key in enumerate((l, p, k) for l in LIBRARIES for p in PLACEMENTS for k in KERNELS):
+    for index, key in enumerate((lib, p, k) for lib in LIBRARIES for p in PLACEMENTS for k in KERNELS):
         sizes = grids[index % 2]
         curves[key] = syn.generate(sizes, curve_truth(index, sizes), syn.Noise(0.01, launch_relative=0.005),
                                    n_samples=N_SAMPLES, n_launches=N_LAUNCHES, seed=index)

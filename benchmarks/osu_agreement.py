@@ -92,7 +92,8 @@ def one_round(library: dict, kernels: Path, osu: Path, order: list[tuple[str, st
     for measure, program in order:
         _, osu_program, kernel, sizes = next(t for t in TESTS if t[0] == measure)
         if program == "OSU":
-            for size, value in osu_values(launched(library, find_binary(osu, osu_program), ["-m", sizes], None)).items():
+            printed = launched(library, find_binary(osu, osu_program), ["-m", sizes], None)
+            for size, value in osu_values(printed).items():
                 values[measure, size, "OSU"] = value
             continue
         with tempfile.TemporaryDirectory() as tmp:
@@ -133,7 +134,8 @@ def main() -> int:
             for timing in TIMINGS:
                 ratios = [values[measure, size, timing] / values[measure, size, "OSU"] for values in rounds]
                 ours = statistics.median(values[measure, size, timing] for values in rounds)
-                cells.append(f"{ours:>10.2f}{statistics.median(ratios):>8.3f} [{min(ratios):.2f}, {max(ratios):.2f}]".ljust(33))
+                cells.append(f"{ours:>10.2f}{statistics.median(ratios):>8.3f} "
+                             f"[{min(ratios):.2f}, {max(ratios):.2f}]".ljust(33))
             print("".join(cells))
     return 0
 

@@ -44,7 +44,8 @@ SLOW_RATE = "14mbit"
 LAUNCHES = 3
 LEAVES = {"leaf_nodes": 4, "uplink": {"rate": SLOW_RATE}}
 KINDS = ("clean", "slow node", "slow link", "two leaves")
-KERNEL_ARGS = ["allpairs.isolated", "--window", "2", "--min-samples", "3", "--max-samples", "5", "--max-point-time", "2"]
+KERNEL_ARGS = ["allpairs.isolated", "--window", "2", "--min-samples", "3", "--max-samples", "5",
+               "--max-point-time", "2"]
 SIZE = 8192
 # Where the kernel has no netem the uplinks are token buckets, which pass what fits in their burst (two
 # frames at 14 Mbit/s) at once: a pair's window must be well beyond it to read the uplink's rate (with a
@@ -74,7 +75,8 @@ def synthetic() -> int:
     for seed in range(5):
         leaves = np.random.default_rng(200 + seed).permutation([0, 0, 0, 0, 1, 1, 1, 1])
         found = find_groups(syn.pair_times(8, 5, noise=NOISE, groups=leaves, across=1.4, seed=200 + seed), NODES)
-        truth = [[NODES[k] for k in range(8) if leaves[k] == leaf] for leaf in sorted(set(leaves), key=list(leaves).index)]
+        truth = [[NODES[k] for k in range(8) if leaves[k] == leaf]
+                 for leaf in sorted(set(leaves), key=list(leaves).index)]
         missed += found.groups != sorted(truth, key=lambda group: NODES.index(group[0]))
         # A link across the leaves 1.3 times as slow besides: named beyond the crossing, and nothing else.
         a, b = truth[0][0], truth[1][0]

@@ -86,7 +86,8 @@ def generate(directory: Path, kernels: int) -> None:
                              "timer_resolution_s": 1e-9, "harness_overhead_s": 2e-8, "args": {}})]
         for size, base, count in zip(sizes, truth, counts):
             samples = base * shift * (1 + 0.02 * np.abs(rng.standard_t(3, count)))
-            lines.append(f'{{"record":"point","size":{int(size)},"samples":[{",".join(map(str, samples.round(12).tolist()))}],'
+            listed = ",".join(map(str, samples.round(12).tolist()))
+            lines.append(f'{{"record":"point","size":{int(size)},"samples":[{listed}],'
                          f'"iters_per_sample":10,"settled":true,"rse":0.01,"errors":null}}')
             total += count
         lines.append(json.dumps({"record": "end", "status": "ok", "points": len(sizes)}))

@@ -33,6 +33,13 @@ def main(path: str) -> int:
     print(header)
     print("-" * len(header))
     complete = True
+
+    def cell(lib, placement, size, bandwidth=False):
+        value = float(median.sel(library=lib, placement=placement, size=size))
+        if not np.isfinite(value):
+            return "-"
+        return f"{size / value / 1e6:.0f}" if bandwidth else f"{value * 1e6:.2f}"
+
     for lib in ds.library.values:
         row = ds.sel(library=lib)
         version = str(row["library_version"].values).strip().splitlines()[0].split(",")[0]
@@ -40,17 +47,10 @@ def main(path: str) -> int:
         built = str(row["library_status"].values)
         launched = {str(p): str(status.sel(library=lib, placement=p).values.ravel()[0]) for p in ds.placement.values}
         complete &= built == "ok" and all(s == "ok" for s in launched.values())
-
-        def cell(placement, size, bandwidth=False):
-            value = float(median.sel(library=lib, placement=placement, size=size))
-            if not np.isfinite(value):
-                return "-"
-            return f"{size / value / 1e6:.0f}" if bandwidth else f"{value * 1e6:.2f}"
-
         print(f"{lib:<16}{version:<10}{str(row['launcher'].values):<9}{'yes' if built == 'ok' else 'NO':<7}"
               f"{int(row['build_warnings']):>5}  {' '.join(f'{p}:{s}' for p, s in launched.items()):<14}"
-              f"{cell('1N2P', SMALL):>12}{cell('2N1P', SMALL):>13}"
-              f"{cell('1N2P', LARGE, True):>16}{cell('2N1P', LARGE, True):>17}")
+              f"{cell(lib, '1N2P', SMALL):>12}{cell(lib, '2N1P', SMALL):>13}"
+              f"{cell(lib, '1N2P', LARGE, True):>16}{cell(lib, '2N1P', LARGE, True):>17}")
         if built != "ok":
             print(f"    {built}: {row['library_reason'].values}")
         for placement, state in launched.items():

@@ -148,7 +148,7 @@ def _adopt(shared: Path, workspace: Path, *paths: str) -> None:
     for path in paths:
         source, venvs = shared / path, []
 
-        def leave_venvs(folder, names):
+        def leave_venvs(folder, names, source=source, venvs=venvs):
             venvs.extend(Path(folder, name).relative_to(source) for name in names if name == "venv")
             return ["venv"]
 

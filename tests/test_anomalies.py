@@ -71,7 +71,7 @@ def test_no_findings_is_an_empty_table_with_the_columns():
 def test_protocol_switches_within_one_grid_step_with_recall_and_precision_over_90_percent():
     true_total = hits_total = found_total = correct_total = 0
     other_kinds = []
-    for grid_name, noise_level, truth, curve in switch_sweep():
+    for _grid_name, _noise_level, truth, curve in switch_sweep():
         found = anomalies.detect(curve.sizes, curve.times)
         switches = found[found["kind"] == "protocol_switch"]
         other_kinds += sorted(set(found["kind"]) - {"protocol_switch"})
@@ -327,14 +327,14 @@ def test_spikes_without_a_launch_axis_need_no_launch_evidence():
 def small_campaign():
     """Two libraries x two placements x two kernels, on different grids; one library has a switch."""
     curves = {}
-    for l, library in enumerate(("lib-a", "lib-b")):
+    for i, library in enumerate(("lib-a", "lib-b")):
         for p, placement in enumerate(("1N2P", "2N1P")):
             for k, kernel in enumerate(("pingpong.send", "pingpong.ssend")):
                 switches = (syn.Switch(16384, 6e-6, 5e9),) if library == "lib-b" else ()
                 truth = syn.GroundTruth((1 + 4 * p) * 1e-6, 5e9 / (1 + p), switches=switches)
                 grid = syn.netpipe(1, 2**22) if kernel == "pingpong.send" else syn.powers_of_two(1, 2**22)
                 curves[library, placement, kernel] = (truth, syn.generate(
-                    grid, truth, syn.Noise(0.01, **HEAVY), n_samples=20, n_launches=3, seed=8 * l + 4 * p + k))
+                    grid, truth, syn.Noise(0.01, **HEAVY), n_samples=20, n_launches=3, seed=8 * i + 4 * p + k))
     return curves, syn.campaign_dataset({key: curve for key, (_, curve) in curves.items()})
 
 

@@ -50,7 +50,8 @@ def test_omitted_sizes_default_to_powers_up_to_4mi(tmp_path):
 
 def test_schedules_take_their_own_ranges_and_options(tmp_path):
     text = VALID.replace("pingpong.send: {sizes: {list: [1, 1Ki, 64Ki]}}", """pingpong.send: {sizes: {schedule: small}}
-  pingpong.send@netpipe: {sizes: {schedule: netpipe, max: 1Mi, per_octave: 4, perturbation: 1}, cache: rotate, integrity: true}""")
+  pingpong.send@netpipe: {sizes: {schedule: netpipe, max: 1Mi, per_octave: 4, perturbation: 1}, """
+                                                                "cache: rotate, integrity: true}")
     campaign = load_campaign(write(tmp_path, text + "shuffle: false\n"))
     small = campaign.kernel_args("pingpong.send", 0)
     assert small[:5] == ["pingpong.send", "--schedule", "small", "-m", "4:8000"] and "--shuffle" not in small
@@ -164,9 +165,9 @@ def test_a_topology_fills_two_leaves_or_more_of_virtual_nodes_with_a_network(tmp
     two_nodes = "{name: 2N1P, nodes: 2, ppn: 1}"
     leaves = "{name: 2N1P, nodes: NODES, ppn: 1, network: {rate: 1gbit, mtu: 1500}, topology: TOPOLOGY}"
     for nodes, topology, said in (
-            (6, "{leaf_nodes: 4, uplink: {rate: 1gbit}}", "has nodes: 6 and topology leaf_nodes: 4; the nodes must "
-                                                          "fill two leaves or more of leaf_nodes each (nodes a multiple "
-                                                          "of 4, at least 8)"),
+            (6, "{leaf_nodes: 4, uplink: {rate: 1gbit}}",
+             "has nodes: 6 and topology leaf_nodes: 4; the nodes must fill two leaves or more of leaf_nodes each "
+             "(nodes a multiple of 4, at least 8)"),
             (4, "{leaf_nodes: 4, uplink: {rate: 1gbit}}", "at least 8)"),
             (4, "{leaf_nodes: 2}", "placements[1].topology"),
             (4, "{leaf_nodes: 2, uplink: {rate: fast}}", "placements[1].topology.uplink.rate")):

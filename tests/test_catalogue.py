@@ -16,8 +16,9 @@ from commlens.launch.catalogue import catalogue, launch_needs, tool
 
 from conftest import LIBRARIES, REPO, campaign_error, snakemake
 
-TAGS = {"variant", "throughput", "reference", "synchronous", "table", "peak", "one-sided", "multipair", "pairs", "pattern", "halo",
-        "baseline", "collective", "fan-out", "fan-in", "congestion", "io", "threads", "overlap", "availability"}
+TAGS = {"variant", "throughput", "reference", "synchronous", "table", "peak", "one-sided", "multipair", "pairs",
+        "pattern", "halo", "baseline", "collective", "fan-out", "fan-in", "congestion", "io", "threads", "overlap",
+        "availability"}
 
 
 def test_every_kernel_is_described_once_with_what_python_needs():
@@ -102,7 +103,8 @@ def test_a_kernel_added_only_in_c_runs_through_a_campaign_the_report_and_export(
               f"build_dir={build}")
     ds = open_campaign(tmp_path / "results" / "extra" / "extra.nc")
     assert (ds["status"].sel(kernel="extra.pingpong") == "ok").all()
-    assert str(ds["metric"].sel(kernel="extra.pingpong").values) == "half round trip of the extra kernel, timed at rank 0"
+    assert (str(ds["metric"].sel(kernel="extra.pingpong").values)
+            == "half round trip of the extra kernel, timed at rank 0")
     assert float(ds["bytes_factor"].sel(kernel="extra.pingpong")) == 3
     summary = ds.commlens.summary(ci=False)
     ratio = summary["bandwidth"].sel(kernel="extra.pingpong") * summary["median"].sel(kernel="extra.pingpong")

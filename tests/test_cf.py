@@ -8,7 +8,7 @@ import json
 import socket
 import warnings
 from contextlib import redirect_stdout
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import netCDF4
@@ -239,7 +239,7 @@ def test_a_written_dataset_reads_back_as_built(collected, tmp_path):
     assert back["started"].dtype == np.dtype("datetime64[ns]")
     np.testing.assert_array_equal(back["started"].values, ds["started"].values)
     # The times are the launches' own, in UTC; a launch that never started has none.
-    first = datetime.fromisoformat(read_raw(files[0]).launch["started"]).astimezone(timezone.utc)
+    first = datetime.fromisoformat(read_raw(files[0]).launch["started"]).astimezone(UTC)
     cell = dict(library="libA", placement="1N2P", kernel="pingpong.send", launch=0)
     assert back["started"].sel(**cell).values == np.datetime64(first.replace(tzinfo=None))
     assert np.isnat(back["started"].sel(library="libA", placement="1N2P", kernel="memcpy", launch=0).values)
@@ -372,5 +372,5 @@ def test_a_campaign_collected_by_the_workflow_is_cf(workspace, tiny_campaign, tm
     for raw in sorted((workspace / "results" / "tiny" / "raw").rglob("launch*.jsonl")):
         record = json.loads(raw.read_text().splitlines()[0])
         cell = {key: record[key] for key in ("library", "placement", "kernel", "launch")}
-        started = datetime.fromisoformat(record["started"]).astimezone(timezone.utc).replace(tzinfo=None)
+        started = datetime.fromisoformat(record["started"]).astimezone(UTC).replace(tzinfo=None)
         assert ds["started"].sel(**cell).values == np.datetime64(started), raw

@@ -137,7 +137,8 @@ def test_compare_command_gates_a_regression(tmp_path, capsys):
     assert cli.main(["compare", *args, "--fail-on", "regressed"]) == 1
     assert cli.main(["compare", *args, "--fail-on", "improved"]) == 0
     out, err = capsys.readouterr()
-    assert re.search(r"regressed  after pingpong.send 1N2P: 1 KiB–8 KiB 1\.3x slower \[time ratio 1\.\d+-1\.\d+\]", out), out
+    assert re.search(r"regressed  after pingpong.send 1N2P: 1 KiB–8 KiB 1\.3x slower "
+                     r"\[time ratio 1\.\d+-1\.\d+\]", out), out
     assert "warning: measured differently: hosts: 'base' against 'cand'" in err
     rows = json.loads(output.read_text())
     assert {(row["kernel"], row["size_from"], row["size_to"]) for row in rows} == {

@@ -58,7 +58,8 @@ def test_a_release_difference_names_the_defaults_that_changed(tmp_path):
     rows = {row.cvar: (row.change, row.baseline, row.candidate) for row in table.itertuples()}
     assert rows == {"MPIR_CVAR_CH4_EAGER_MAX": ("changed", "16384", "65536"), "MPIR_CVAR_NEW": ("appeared", "", "0"),
                     "MPIR_CVAR_GONE": ("disappeared", "1", "")}, rows
-    assert table.loc[table["cvar"] == "MPIR_CVAR_CH4_EAGER_MAX", "description"].item() == "MPIR_CVAR_CH4_EAGER_MAX in new"
+    described = table.loc[table["cvar"] == "MPIR_CVAR_CH4_EAGER_MAX", "description"].item()
+    assert described == "MPIR_CVAR_CH4_EAGER_MAX in new"
     none = release_difference(before, {"status": "ok", "cvars": {"status": "unsupported", "reason": "no MPI_T"}})
     assert none.empty and "after: no MPI_T" in none.attrs["reason"]
 

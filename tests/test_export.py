@@ -248,7 +248,7 @@ def test_exporting_a_campaign_dataset(workspace, tiny_campaign, tmp_path, capsys
 
 
 @pytest.fixture
-def collected_file(collected, tmp_path) -> Path:
+def collected_file(collected, tmp_path) -> Path:   # noqa: F811  (the fixture imported from test_cf)
     path = tmp_path / "unit.nc"
     write_dataset(collected[0], path)
     return path

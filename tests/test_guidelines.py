@@ -34,9 +34,9 @@ def campaign(scaled=(), truths=None, noise=QUIET, seed=0, launches=5, nprocs=Tru
     factor) of `scaled` between sizes low and high."""
     cubes = {}
     for k, (kernel, truth) in enumerate({**TRUTHS, **(truths or {})}.items()):
-        for l, library in enumerate(("lib-a", "lib-b")):
+        for i, library in enumerate(("lib-a", "lib-b")):
             times = syn.generate(GRID, truth, noise, n_samples=20, n_launches=launches,
-                                 seed=1000 * seed + 10 * k + l).times
+                                 seed=1000 * seed + 10 * k + i).times
             for lib, name, low, high, factor in scaled:
                 if (lib, name) == (library, kernel):
                     times[(GRID >= low) & (GRID <= high)] *= factor

@@ -118,7 +118,8 @@ def test_bad_schedules_are_refused(workspace, built):
     for args, message in ((["--sizes", "8,8"], "--sizes 8,8: 8 is in the list twice"),
                           (["--schedule", "zipf"], "--schedule zipf: expects powers | netpipe | small | large | list"),
                           (["--schedule", "small", "--step", "0"], "--step 0: must be at least 1 B"),
-                          (["--schedule", "large", "-m", "5:5"], "no sizes: the schedule between -m's MIN and MAX is empty")):
+                          (["--schedule", "large", "-m", "5:5"],
+                           "no sizes: the schedule between -m's MIN and MAX is empty")):
         proc = run_kernels(workspace, LIBRARIES[0], "pingpong.send", "--print-sizes", *args, nprocs=1)
         assert proc.returncode != 0 and message in proc.stderr, (args, proc.stderr)
 
@@ -177,7 +178,8 @@ def test_cache_rotation_alignment_and_datatype_are_recorded(workspace, built, tm
     assert run["args"]["align"] == 8 and run["args"]["datatype"] == "double"
     assert [p["errors"] for p in points] == [0, 0]
     proc = run_kernels(workspace, LIBRARIES[0], "pingpong.send", "--sizes", "12", "--datatype", "double")
-    assert proc.returncode != 0 and "size 12: with --datatype int or double, every size must be a multiple of 8 bytes" in proc.stderr
+    assert proc.returncode != 0
+    assert "size 12: with --datatype int or double, every size must be a multiple of 8 bytes" in proc.stderr
 
 
 def test_a_build_describes_the_catalogue_and_has_every_kernel(workspace, built):

@@ -403,7 +403,7 @@ def test_a_cache_entry_edited_by_hand_is_dropped_and_the_campaign_validated_afre
     assert "poisoned" not in entry.read_text()      # validated afresh, and written again
     # Its content changed and its digest recomputed: the name is not the file's, and no name at all.
     for hostile in ("../../poisoned", "other"):
-        vouch(entry, lambda validated: validated.update(campaign=hostile))
+        vouch(entry, lambda validated, hostile=hostile: validated.update(campaign=hostile))
         assert cli.main(["validate", str(campaign_file)]) == 0
         assert capsys.readouterr().out == f"{campaign_file}: ok, campaign 'hostile', 3 launches\n"
     # Values the file leaves to the schema's defaults, changed to what a fresh validation refuses.

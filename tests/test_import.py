@@ -408,7 +408,7 @@ def test_a_netpipe_file_alone_or_cut_short_is_refused(tmp_path):
     assert import_files([cut_out, console], "netpipe", "l", "1N2P", partial=True).sizes["size"] == 31
 
 
-# ---------------------------------------------------------------------------- numbers no run prints, files no run writes
+# -------------------------------------------------------------------- numbers no run prints, files no run writes
 
 def edited(path: Path, directory: Path, starts: str, row: str) -> tuple[Path, int]:
     """A copy of `path` in `directory` whose first line starting with `starts` (less its indent) is

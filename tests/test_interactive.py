@@ -75,7 +75,8 @@ def test_engines_give_a_dataset_in_the_campaign_schema(workspace, built, tmp_pat
     reference = build_dataset(Campaign("c", "<test>", config), [result], {}, {})
     assert set(ds.data_vars) == set(reference.data_vars)
     assert set(ds.coords) == set(reference.coords)
-    assert {name: ds[name].dims for name in ds.variables} == {name: reference[name].dims for name in reference.variables}
+    assert ({name: ds[name].dims for name in ds.variables}
+            == {name: reference[name].dims for name in reference.variables})
     assert ds["status"].item() == "ok"
     assert ds["library_version"].item() == result.run["library_version"].strip() != "unknown"
     assert ds["size"].values.tolist() == [8, 4096]

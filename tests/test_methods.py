@@ -81,7 +81,8 @@ def test_the_section_follows_the_recorded_configuration():
     one.attrs["campaign_config"] = json.dumps(config)
     text = methods_markdown(one)
     assert "at most 0.1 (10.0%)" in text and "kernel: 1; the dataset holds 1 per cell" in text
-    assert "measured in schedule order" in text and "With one launch the band is that launch's distribution-free" in text
+    assert "measured in schedule order" in text
+    assert "With one launch the band is that launch's distribution-free" in text
 
 
 # ----------------------------------------------------------------------------- every emulation kind
@@ -105,7 +106,8 @@ KINDS = {
                 [f"vnode{n}" for n in range(4)]),
     "2N1P-lo-1g": ({"nodes": 2, "ppn": 1, "emulate": "loopback",
                     "network": {"rate": "100mbit", "mtu": 9000, "delay": "50us", "loss": 0.5}},
-                   {"transport": "tcp", "emulated": True, "emulation": "loopback", "link_shaper": "netem"}, ["vm", "vm"]),
+                   {"transport": "tcp", "emulated": True, "emulation": "loopback", "link_shaper": "netem"},
+                   ["vm", "vm"]),
     # Links made by wire processes, which record how much of the link's time one frame carried.
     "2N1P-wire": ({"nodes": 2, "ppn": 1, "network": {"rate": "20mbit", "mtu": 1500}},
                   {"transport": "tcp", "emulated": True, "emulation": "namespaces", "link_shaper": "wire",
@@ -135,7 +137,7 @@ def recorded_dataset(tmp_path: Path, kinds=KINDS, real_hosts: bool = False, fail
         "libraries": {row: {"mpi": row} for row, _ in ROWS.values()},
         "placements": [{"name": name, **spec} for name, (spec, _, _) in kinds.items()]})
     paths = []
-    for family, (row, library) in ROWS.items():
+    for family, (row, _library) in ROWS.items():
         for name, (spec, how, hosts) in kinds.items():
             status = "failed" if name in failed else "ok"
             meta = {"record": "launch", "schema": 1, "status": status, "library": row, "mpi": row,
@@ -294,7 +296,8 @@ def test_a_real_campaign_states_what_it_recorded(tiny):
     assert "openmpi-5.0.11: Open MPI v5.0.11" in text
     for key in ("hosts", "cpu_model", "os", "compiler_flags", "git_commit"):
         assert f"{ds.attrs[key]}" in text, key
-    assert "a t test on the logarithms of the launch values" in text and "This dataset holds 2 launches per cell" in text
+    assert "a t test on the logarithms of the launch values" in text
+    assert "This dataset holds 2 launches per cell" in text
 
     # A row imported from another suite's output was not sampled by commlens's rule: its counts leave it out.
     osu = import_files([Path(__file__).parent / "data" / "osu-7.4" / "osu_latency-mpich-5.0.2-1N2P.txt"], "osu",

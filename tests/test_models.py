@@ -62,7 +62,7 @@ def test_hockney_recovers_latency_and_bandwidth_within_5_percent_at_1_percent_no
 
 def test_hockney_intervals_cover_the_truth_and_resample_launches():
     covered, widths = [], {}
-    for grid_name, truth, curve in hockney_sweep():
+    for _grid_name, truth, curve in hockney_sweep():
         fit = models.fit_hockney(curve.sizes, curve.times, n_boot=300)
         low, high = fit.latency_interval_s
         covered.append(low <= truth.latency_s <= high)
@@ -156,7 +156,7 @@ def true_first_sizes(sizes, truth):
 
 def test_piecewise_breakpoints_within_one_grid_step_with_recall_and_precision_over_90_percent():
     true_total = hits_total = found_total = correct_total = 0
-    for grid_name, noise_level, truth, curve in switch_sweep():
+    for _grid_name, _noise_level, truth, curve in switch_sweep():
         fit = models.fit_piecewise(curve.sizes, curve.times)
         truth_firsts = true_first_sizes(curve.sizes, truth)
         hits, correct = match_breakpoints(curve.sizes, fit.breakpoints_bytes, truth_firsts)

@@ -31,7 +31,8 @@ def test_namespace_commands_set_mtu_and_the_links_shaper():
     assert "ip link set lo mtu 9000 up" in script
     shaper = netem.shaper("loopback")
     assert shaper in netem.QUEUEING_SHAPERS
-    assert f"tc qdisc add dev lo root {' '.join(netem.link_arguments({'rate': '100mbit', 'mtu': 9000}, shaper))}" in script
+    arguments = netem.link_arguments({'rate': '100mbit', 'mtu': 9000}, shaper)
+    assert f"tc qdisc add dev lo root {' '.join(arguments)}" in script
     assert script.endswith("&& mpiexec -n 2 k")
 
 

@@ -127,7 +127,8 @@ def test_declared_dependencies_cover_every_import_of_the_code_and_notebooks(whee
         for cell in json.loads(notebook.read_text())["cells"]:
             if cell["cell_type"] == "code":     # IPython magics (%%px, !cmd) are not Python
                 lines = "".join(cell["source"]).splitlines()
-                modules |= _imported_modules("\n".join(line for line in lines if not line.lstrip().startswith(("%", "!"))))
+                python = (line for line in lines if not line.lstrip().startswith(("%", "!")))
+                modules |= _imported_modules("\n".join(python))
     third_party = modules - set(sys.stdlib_module_names) - {"commlens"}
     distributions = importlib.metadata.packages_distributions()
     unknown = sorted(module for module in third_party if module not in distributions)

@@ -59,7 +59,8 @@ BASE = textwrap.dedent("""
     (("{sizes: {list: [1, 1Ki]}}", "{sizes: {list: [1]}, windw: 4}"),
      ["kernels.pingpong.send: unknown key 'windw'", "did you mean 'window'?", "allowed keys: align"]),
     (("{sizes: {list: [1, 1Ki]}}", "{cache: rotat}"),
-     ["kernels.pingpong.send.cache: 'rotat' is not allowed", "did you mean 'rotate'?", "allowed values: reuse, rotate"]),
+     ["kernels.pingpong.send.cache: 'rotat' is not allowed", "did you mean 'rotate'?",
+      "allowed values: reuse, rotate"]),
     (("  mpich: {mpi", "  'mpich 5;rm -rf': {mpi"),
      ["libraries: 'mpich 5;rm -rf' is not allowed", "allowed: letters, digits, '.', '_', '+' and '-'"]),
     (("name: 1N2P", "name: '../1N2P'"),
@@ -175,7 +176,8 @@ def _check_refusal(error: RawFileError, path: Path) -> None:
 # Values a hostile or damaged file might hold where numbers and strings are expected.
 odd_values = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
                        st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5),
-                       st.lists(st.integers(-3, 3), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+                       st.lists(st.integers(-3, 3), max_size=3),
+                       st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 KEYS = ["record", "schema", "status", "library", "placement", "kernel", "launch", "size", "samples",
         "iters_per_sample", "settled", "rse", "errors", "subtracted_s", "short_samples_dropped", "points", "hosts",
         "library_version", "timer_resolution_s", "harness_overhead_s", "cpu_binding", "kernel_info", "metric"]
@@ -405,8 +407,8 @@ launch(Path(sys.argv[2]), "mpich-5.0.2", Placement("1N2P", 1, 2),
 def test_a_launch_whose_launcher_is_killed_outright_leaves_no_files_behind(workspace, built, tmp_path):
     """SIGKILL of the process running a launch (the OOM killer, a workflow killed with its jobs): it
     cleans nothing up, and its supervisor, which outlives it, ends the ranks and removes what they left
-    (MPICH's shared-memory segment in /dev/shm) and the launch's own TMPDIR and scratch folder, holding the machine's lock
-    until it has: the next launch finds the machine as this one found it."""
+    (MPICH's shared-memory segment in /dev/shm) and the launch's own TMPDIR and scratch folder, holding the
+    machine's lock until it has: the next launch finds the machine as this one found it."""
     before = leftover_files(Hydra.leftovers)
     segments = tuple(pattern for pattern in Hydra.leftovers if pattern.startswith("/dev/shm/"))
     launcher = subprocess.Popen([sys.executable, "-c", HUNG_LAUNCH, str(REPO / "tests"), str(workspace), str(tmp_path)])
@@ -446,7 +448,8 @@ def test_a_launch_whose_scratch_cannot_be_made_is_recorded_failed_and_its_folder
     args = ["pingpong.send", "--sizes", "8", "--min-samples", "3", "--max-samples", "3"]
     refused = one_launch(workspace, "mpich-5.0.2", placement, args, tmp_path, scratch="/proc/nonexistent")
     assert refused.status == "failed"
-    assert refused.launch["reason"] == "its scratch folder could not be made in /proc/nonexistent: No such file or directory"
+    assert refused.launch["reason"] == ("its scratch folder could not be made in /proc/nonexistent: "
+                                        "No such file or directory")
     folders = []
     for _ in range(2):      # the same launch, the same raw file: its folder's name is drawn anew each time
         done = one_launch(workspace, "mpich-5.0.2", placement, args, tmp_path, scratch=tmp_path)
@@ -459,8 +462,8 @@ def test_a_launch_whose_scratch_cannot_be_made_is_recorded_failed_and_its_folder
 
 def _start(workspace, *args) -> subprocess.Popen:
     """snakemake in a session of its own, so that the test can interrupt or kill its whole group."""
-    return subprocess.Popen(workflow_command(workspace, *args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, preexec_fn=interruptible)
+    return subprocess.Popen(workflow_command(workspace, *args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True, preexec_fn=interruptible)
 
 
 def _wait_for_hung_launch(workspace, results: Path, process: subprocess.Popen) -> None:
@@ -903,7 +906,8 @@ def test_a_whole_campaign_in_a_folder_named_like_a_shell_command_writes_only_its
     results/<campaign>/ and nothing else, and runs no part of a path as a command."""
     work = tmp_path / "a b; $(touch pwned) 'q'"
     work.mkdir()
-    campaign = write(work, small_campaign("odd+name.v1-2", max_point_time=0.2).replace("mpich-5.0.2: {", "mpich+1.0: {"), "odd.yaml")
+    text = small_campaign("odd+name.v1-2", max_point_time=0.2).replace("mpich-5.0.2: {", "mpich+1.0: {")
+    campaign = write(work, text, "odd.yaml")
     snakemake(work, "--configfile", str(campaign), "--config", f"build_dir={workspace / 'build'}")
     outside = sorted(str(p.relative_to(work)) for p in work.rglob("*")
                      if not p.relative_to(work).parts[0] == ".snakemake"

@@ -161,8 +161,8 @@ def started_unfinished(results: Path) -> bool:
 
 @pytest.mark.mpi
 def test_an_interrupted_campaign_resumes_with_its_design(workspace, built):
-    """Ctrl-C once two launches have ended and a third is under way: the rerun keeps the seed drawn by the first run, leaves the
-    finished launches as they are and runs the rest in the order that seed gives."""
+    """Ctrl-C once two launches have ended and a third is under way: the rerun keeps the seed drawn by the
+    first run, leaves the finished launches as they are and runs the rest in the order that seed gives."""
     campaign_file = write_campaign(workspace / "config" / "campaigns", RESUMED, "resumed.yaml")
     results = workspace / "results" / "resumed"
     target = "results/resumed/resumed.nc"

@@ -221,7 +221,8 @@ def test_a_workflow_stopped_during_an_allocation_leaves_nothing_behind(workspace
     while time.monotonic() < deadline:
         active = subprocess.run(["squeue", "-h", "-t", ACTIVE_STATES], env=local_slurm.env, capture_output=True,
                                 text=True).stdout.strip()
-        steps = subprocess.run(["squeue", "-h", "-s"], env=local_slurm.env, capture_output=True, text=True).stdout.strip()
+        steps = subprocess.run(["squeue", "-h", "-s"], env=local_slurm.env, capture_output=True,
+                               text=True).stdout.strip()
         left = [_described(pid) for pid in vnodes.processes_on(local_slurm.cluster.name)
                 if not _argv0(pid).endswith("slurmd")]
         if not (active or steps or left):

@@ -169,7 +169,8 @@ def test_bandwidth_counts_the_bytes_each_kernel_moves():
     one_way = summary["size"] / summary["median"]
     ratio = (summary["bandwidth"] / one_way).sel(library="lib", placement="1N4P").max("size")
     # Both directions for stream.bi and the exchanges (any variant), every pair (4 ranks: 2) for multipair.
-    assert ratio.values.tolist() == [2.0, 2.0, 1.0, 2.0] == [quantities.bytes_factor(k, 4) for k in ratio["kernel"].values]
+    factors = [quantities.bytes_factor(k, 4) for k in ratio["kernel"].values]
+    assert ratio.values.tolist() == [2.0, 2.0, 1.0, 2.0] == factors
     # Without the ranks, a factor that needs them is unknown, not guessed.
     unknown = synthetic_campaign(["multipair.stream", "stream.bi"]).commlens.summary(ci=False)["bandwidth"]
     assert unknown.sel(kernel="multipair.stream").isnull().all() and unknown.sel(kernel="stream.bi").notnull().any()

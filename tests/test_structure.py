@@ -25,6 +25,16 @@ def test_import_contracts_hold():
     assert "0 broken" in done.stdout
 
 
+@pytest.mark.parametrize("tool", ["ruff check", "mypy"])
+def test_the_code_passes_its_linters(tool):
+    """`ruff check` (every Python file of the repository) and `mypy` (src/commlens), as pyproject.toml
+    configures them, find nothing: the versions envs/analysis.txt pins, from the environment running the tests."""
+    program, *args = tool.split()
+    done = subprocess.run([str(Path(sys.executable).parent / program), *args], cwd=REPO, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, f"{tool}:\n" + done.stdout[-8000:] + done.stderr[-2000:]
+
+
 def test_every_module_lives_in_its_layer():
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert set(top) <= {"__init__.py", "cli.py", "units.py", "locations.py", "lean_imports.py"}, top

@@ -66,9 +66,11 @@ def test_campaign_keys_for_emulation(tmp_path):
     message = campaign_error(tmp_path, base.replace(
         "PLACEMENT", "{name: 2N1P, nodes: 2, ppn: 1, emulate: loopback, switch: {rate: 1gbit}}"))
     assert "a switch joins virtual nodes" in message and "emulate: loopback" in message
-    message = campaign_error(tmp_path, base.replace("PLACEMENT", "{name: 1N2P, nodes: 1, ppn: 2, switch: {rate: 1gbit}}"))
+    message = campaign_error(tmp_path, base.replace(
+        "PLACEMENT", "{name: 1N2P, nodes: 1, ppn: 2, switch: {rate: 1gbit}}"))
     assert "needs nodes >= 2" in message
-    message = campaign_error(tmp_path, base.replace("PLACEMENT", "{name: 2N1P, nodes: 2, ppn: 1, switch: {rate: fast}}"))
+    message = campaign_error(tmp_path, base.replace(
+        "PLACEMENT", "{name: 2N1P, nodes: 2, ppn: 1, switch: {rate: fast}}"))
     assert "placements[0].switch.rate" in message and "a tc rate" in message
 
 
@@ -143,8 +145,8 @@ def test_a_killed_owner_leaves_nothing_behind(can_make_vnodes, signum):
         assert name in vnodes.sweep()
     assert name not in vnodes.existing_clusters()
     assert not vnodes.processes_on(name)
-    assert not [line for line in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()
-                if name in line]
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()
+    assert not [line for line in links if name in line]
 
 
 # What makes each library say which path it took to each peer.

@@ -95,7 +95,8 @@ def test_tiny_campaign_end_to_end(workspace, tiny_campaign):
     assert rules == ["build_kernels", "collect", "mpi_environment", "report", "run_launch"], planned
     launched = [output for rule, output in planned if rule == "run_launch"]
     tiny = load_campaign(campaign)
-    tiny = Campaign(tiny.name, tiny.source, {**tiny.config, "round_seed": recorded_seed(workspace / "results" / "tiny")})
+    seed = recorded_seed(workspace / "results" / "tiny")
+    tiny = Campaign(tiny.name, tiny.source, {**tiny.config, "round_seed": seed})
     designed = [f"results/tiny/raw/{library}/{placement}/{kernel}/launch{launch}.jsonl"
                 for library, placement, kernel, launch in tiny.in_rounds()]
     first = min(designed.index(output) for output in designed if "/mpich-5.0.2/" in output)

@@ -147,8 +147,10 @@ def kernel_markdown() -> str:
         lines += [f"### {family}", "", f"Source: {code(members[0].source)}.", ""]
         rows = []
         for kernel in members:
-            moved = f"{kernel.bytes_factor:g} x size" + ("" if kernel.bytes_per == "once" else f" per {kernel.bytes_per}")
-            extra = [f"options: {', '.join(code('--' + option) for option in kernel.options)}"] if kernel.options else []
+            moved = (f"{kernel.bytes_factor:g} x size"
+                     + ("" if kernel.bytes_per == "once" else f" per {kernel.bytes_per}"))
+            extra = ([f"options: {', '.join(code('--' + option) for option in kernel.options)}"]
+                     if kernel.options else [])
             extra += ["windowed"] if kernel.windowed else []
             extra += ["times every pair of ranks"] if kernel.pair_times else []
             rows.append([code(kernel.name), text(kernel.metric), str(kernel.min_ranks), moved,
@@ -283,8 +285,9 @@ def campaign_keys_markdown() -> str:
 
     root = load_schema()
     keys = campaign_keys(root)
+    source = SCHEMA_PATH.relative_to(ROOT) if SCHEMA_PATH.is_relative_to(ROOT) else SCHEMA_PATH.name
     lines = ["### The file", "", text(root.get("description", "")), "",
-             f"Generated from {code(SCHEMA_PATH.relative_to(ROOT) if SCHEMA_PATH.is_relative_to(ROOT) else SCHEMA_PATH.name)}"
+             f"Generated from {code(source)}"
              f": {len(keys)} keys. Required at the top: "
              + ", ".join(code(key) for key in root.get("required", [])) + ".", ""]
     sections = list(dict.fromkeys(path.split(".")[0].split("[")[0] for path, _ in keys))

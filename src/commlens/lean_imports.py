@@ -26,7 +26,9 @@ def import_jsonschema() -> ModuleType:
         return sys.modules["jsonschema"]
     hidden = IRI_GRAMMAR not in sys.modules
     if hidden:
-        sys.modules[IRI_GRAMMAR] = None     # `import rfc3987_syntax` raises ImportError, which jsonschema expects
+        # `import rfc3987_syntax` raises ImportError, which jsonschema expects: None in sys.modules is how
+        # Python blocks an import, which typeshed's dict[str, ModuleType] leaves out.
+        sys.modules[IRI_GRAMMAR] = None     # type: ignore[assignment]
     try:
         import jsonschema
     finally:

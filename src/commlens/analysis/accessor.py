@@ -109,7 +109,8 @@ class CommlensAccessor:
         """{cell: {name: (dims, values)}} -> one Dataset over the curve dims; shorter
         per-curve arrays (fewer segments) are padded with NaN."""
         shape = tuple(self._ds.sizes[dim] for dim in CURVE_DIMS)
-        dims_of, lengths = {}, {}
+        dims_of: dict[str, tuple[str, ...]] = {}
+        lengths: dict[str, int] = {}
         for variables in results.values():
             for name, (dims, values) in variables.items():
                 dims_of[name] = dims
@@ -122,7 +123,7 @@ class CommlensAccessor:
                 values = np.asarray(variables[name][1], dtype=float)
                 array[cell + tuple(slice(0, n) for n in values.shape)] = values
             data_vars[name] = (CURVE_DIMS + dims, array)
-        coords = {dim: self._ds[dim].values for dim in CURVE_DIMS}
+        coords: dict[str, np.ndarray | list[str]] = {dim: self._ds[dim].values for dim in CURVE_DIMS}
         coords.update({dim: ["low", "high"] if dim == "bound" else np.arange(n) for dim, n in lengths.items()})
         return xr.Dataset(data_vars, coords=coords, attrs={"model": model})
 

@@ -346,7 +346,7 @@ def table_lines(record: BisectionRecord) -> list[str]:
                  "in the same step (the change the release is held to)")
     header = ["step", "release", "launches", *(["cell"] if many else []), "verdict", "ratio", "interval",
               "candidate's", "outcome", "wall"]
-    rows = []
+    rows: list[list] = []    # text, and a step's outcome (str | None, judged by the time it is printed)
     for step in record.steps:
         for i, cell in enumerate(step.cells or [None]):
             first = i == 0

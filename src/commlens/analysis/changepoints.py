@@ -322,13 +322,13 @@ def _optimal_partition(y: np.ndarray, weight: np.ndarray, beta: np.ndarray) -> n
     last_start = last_start.T
     starts = np.zeros((n_rows, n), dtype=bool)
     rows = np.arange(n_rows)
-    end = np.full(n_rows, n)
-    while (end > 0).any():
-        active = end > 0
-        start = last_start[rows[active], end[active]]
+    ends = np.full(n_rows, n)
+    while (ends > 0).any():
+        active = ends > 0
+        start = last_start[rows[active], ends[active]]
         inner = start > 0
         starts[rows[active][inner], start[inner]] = True
-        end[active] = start
+        ends[active] = start
     return _at_measured_reruns(starts, weight > 0)
 
 

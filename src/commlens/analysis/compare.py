@@ -51,6 +51,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import warnings
+from typing import cast
 
 import numpy as np
 import xarray as xr
@@ -93,8 +94,8 @@ def compare(baseline: xr.Dataset, candidate: xr.Dataset, *, min_effect: float = 
     if not 0 < confidence < 1 or min_effect < 0:
         raise ValueError(f"confidence must be in (0, 1) and min_effect >= 0; got {confidence}, {min_effect}")
     base, cand = (_launch_values(ds, statistic) for ds in (baseline, candidate))
-    dims = [dim for dim in base["value"].dims if dim != "launch"]
-    if sorted(dims) != sorted(d for d in cand["value"].dims if d != "launch"):
+    dims = [str(dim) for dim in base["value"].dims if dim != "launch"]
+    if sorted(dims) != sorted(str(d) for d in cand["value"].dims if d != "launch"):
         raise ValueError(f"baseline and candidate have different dims: {dims} against "
                          f"{[d for d in cand['value'].dims if d != 'launch']}")
     base, cand = xr.align(base.rename(launch="launch_b"), cand.rename(launch="launch_c"), join="inner",
@@ -103,7 +104,6 @@ def compare(baseline: xr.Dataset, candidate: xr.Dataset, *, min_effect: float = 
         empty = [d for d in dims if base.sizes[d] == 0]
         raise ValueError(f"baseline and candidate share no {', '.join(empty)} labels")
     cells = [d for d in dims if d != "size"] + (["size"] if "size" in dims else [])   # curves, then size
-    shape = tuple(base.sizes[d] for d in cells)
     pair = pair_by_round and "round" in base and "round" in cand
     arrays = _test(base.transpose(*cells, "launch_b"), cand.transpose(*cells, "launch_c"),
                    confidence, one_launch_factor, one_launch_floor, pair)
@@ -244,9 +244,10 @@ def _launch_values(ds: xr.Dataset, statistic: str) -> xr.Dataset:
         raise ValueError(f"not a campaign dataset with per-point statistics: no {', '.join(missing)}")
     measured = ds["sample_count"] > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        value = np.log(ds[statistic].where(measured & (ds[statistic] > 0)))
+        # numpy's stubs: a ufunc of a DataArray is one
+        value = cast(xr.DataArray, np.log(ds[statistic].where(measured & (ds[statistic] > 0))))
         if "median_ci" in ds:
-            ci = np.log(ds["median_ci"].where(measured))
+            ci = cast(xr.DataArray, np.log(ds["median_ci"].where(measured)))
             # The launch's median interval is order statistics n/2 -+ MEDIAN_Z sqrt(n)/2 (see
             # commlens.data.samples), so its half width over MEDIAN_Z stands for the median's standard error.
             se = (ci.sel(bound="high") - ci.sel(bound="low")) / (2 * MEDIAN_Z)
@@ -254,7 +255,7 @@ def _launch_values(ds: xr.Dataset, statistic: str) -> xr.Dataset:
             se = xr.full_like(value, np.nan)
         if "quantiles" in ds:
             q = ds["quantiles"]
-            spread = np.log(q.sel(quantile=0.75) / q.sel(quantile=0.25)).where(measured)
+            spread = cast(xr.DataArray, np.log(q.sel(quantile=0.75) / q.sel(quantile=0.25))).where(measured)
         else:
             spread = xr.full_like(value, np.nan)
     value, modes = _modes(value)
@@ -275,8 +276,9 @@ def _modes(value: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray]:
     (commlens.analysis.modes), "" where they ran in one; and the values with the slow mode's launches left
     out where each mode held two launches or more: the comparison is then made in the fast mode, and says
     so. Always the fast one, whichever holds more launches: the rows must be compared in the same mode,
-    and the fast one is the host's own, the slow one what something else made of it. A lone launch far from the others is said and
-    kept (three launches cannot tell a mode from noise), counted as launch-to-launch variation."""
+    and the fast one is the host's own, the slow one what something else made of it. A lone launch far
+    from the others is said and kept (three launches cannot tell a mode from noise), counted as
+    launch-to-launch variation."""
     curve_dims = [dim for dim in value.dims if dim not in ("size", "launch")]
     found = xr.DataArray(np.full([value.sizes[d] for d in curve_dims], "", dtype=object), dims=curve_dims,
                          coords={d: value[d] for d in curve_dims})

@@ -90,7 +90,7 @@ def _set_by(ds: xr.Dataset, library: str) -> dict[str, str]:
         family = family_named(str(row["family"].item())) if "family" in ds.coords else None
     except KeyError:
         family = None
-    env = {}
+    env: dict[str, str] = {}
     if "library_env" in ds.coords:
         env |= json.loads(str(row["library_env"].item()) or "{}")
     if "launch_env" in ds.data_vars:
@@ -180,7 +180,7 @@ def difference_lines(table: pd.DataFrame, limit: int | None = None) -> list[str]
 
 
 def _descriptions(ds: xr.Dataset, libraries) -> dict[str, str]:
-    described = {}
+    described: dict[str, str] = {}
     for library in libraries:
         row = ds.sel(library=library)
         for cvar, text in zip(row["cvar"].values, row["cvar_description"].values):

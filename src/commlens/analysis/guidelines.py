@@ -22,15 +22,15 @@ wherever the dataset has the measurements they need:
 - ssend: a synchronous send is not faster than a standard one: <family>.ssend[@variant]
   against <family>.send[@variant] (pingpong, multipingpong).
 
-"Measurably" is judged as commlens.analysis.compare judges a change, with the launch as the unit:
-each check is the measurement against its reference, size by size, compare's unpaired t test on the
-logs of the launches' medians, their variance moderated across neighbouring sizes. The mock-up's launch i is the sum of its parts' launches i:
-the parts ran in separate launches, so these are independent draws of the sum. A cell
-breaks its guideline where compare finds the measurement on the wrong side of its reference
-by at least `min_effect` and the one-sided q value passes 1 - confidence: p values towards
-breaking, adjusted (Benjamini-Hochberg) over every cell of every check of the dataset at
-once, so the false discovery rate holds for the whole table. Consecutive such sizes (of
-those the check could be made at) are one row.
+"Measurably" is judged as commlens.analysis.compare judges a change, with the launch as the unit: each
+check is the measurement against its reference, size by size, compare's unpaired t test on the logs of
+the launches' medians, their variance moderated across neighbouring sizes. The mock-up's launch i is the
+sum of its parts' launches i: the parts ran in separate launches, so these are independent draws of the
+sum. A cell breaks its guideline where compare finds the measurement on the wrong side of its reference
+by at least `min_effect` and the one-sided q value passes 1 - confidence: p values towards breaking,
+adjusted (Benjamini-Hochberg) over every cell of every check of the dataset at once, so the false
+discovery rate holds for the whole table. Consecutive such sizes (of those the check could be made at)
+are one row.
 """
 
 from __future__ import annotations
@@ -107,7 +107,8 @@ def check(ds: xr.Dataset, min_effect: float = 0.05, confidence: float = 0.95) ->
         return empty_table()
     reference, measured = (_stacked(ds, checks, side) for side in ("reference_stats", "measured_stats"))
     result = _violations(compare(reference, measured, min_effect=min_effect, confidence=confidence), checks)
-    rows = [_row(checks[int(run["check"])], run) for _, run in changed_ranges(result, ("violated",), split_by_ratio=False).iterrows()]
+    runs = changed_ranges(result, ("violated",), split_by_ratio=False)
+    rows = [_row(checks[int(run["check"])], run) for _, run in runs.iterrows()]
     return pd.DataFrame(rows, columns=list(COLUMNS)) if rows else empty_table()
 
 
@@ -230,13 +231,13 @@ def _mock_up_checks(ds: xr.Dataset, stats: dict):
             continue
         if nprocs is None and any(exponent for _, exponent in parts):
             continue  # the parts' sizes depend on the number of ranks, which the dataset does not say
-        for l, library in enumerate(_labels(ds, "library")):
+        for i, library in enumerate(_labels(ds, "library")):
             for p, placement in enumerate(_labels(ds, "placement")):
-                collective = _curve(stats, (l, p, k))
+                collective = _curve(stats, (i, p, k))
                 if not collective["sample_count"].any():
                     continue
                 ranks = int(nprocs[p]) if nprocs is not None else 1
-                mock_up = _sum_of_parts(ds, stats, (l, p), [(kernels.index(f"{family}{part}{variant}"), exponent)
+                mock_up = _sum_of_parts(ds, stats, (i, p), [(kernels.index(f"{family}{part}{variant}"), exponent)
                                                             for part, exponent in parts], ranks)
                 if not mock_up["sample_count"].any():
                     continue
@@ -254,7 +255,7 @@ def _sum_of_parts(ds: xr.Dataset, stats: dict, row: tuple, parts: list, ranks: i
     """The mock-up's statistics at each of the dataset's sizes: launch by launch, each statistic
     summed over the parts, each part at its own size; absent where any part is."""
     sizes = ds["size"].values
-    total = None
+    total: dict | None = None
     for kernel, exponent in parts:
         part = _curve(stats, row + (kernel,))
         at = _part_sizes(sizes, exponent, ranks)
@@ -267,6 +268,7 @@ def _sum_of_parts(ds: xr.Dataset, stats: dict, row: tuple, parts: list, ranks: i
             continue
         total = {name: np.minimum(total[name], values) if name == "sample_count" else total[name] + values
                  for name, values in placed.items()}
+    assert total is not None        # a mock-up has parts (MOCK_UPS)
     absent = total["sample_count"] == 0
     for name, values in total.items():
         if name != "sample_count":
@@ -292,9 +294,9 @@ def _ssend_checks(ds: xr.Dataset, stats: dict):
         standard = f"{family}send{variant}"
         if operation != "ssend" or standard not in kernels:
             continue
-        for l, library in enumerate(_labels(ds, "library")):
+        for i, library in enumerate(_labels(ds, "library")):
             for p, placement in enumerate(_labels(ds, "placement")):
-                synchronous = _curve(stats, (l, p, k))
+                synchronous = _curve(stats, (i, p, k))
                 if synchronous["sample_count"].any():
                     yield _Check(library, placement, kernel, "ssend", kernel, standard, FASTER, synchronous,
-                                 _curve(stats, (l, p, kernels.index(standard))))
+                                 _curve(stats, (i, p, kernels.index(standard))))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import filecmp
 import warnings
+from typing import cast
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,6 @@ import xarray as xr
 from commlens.analysis import changepoints
 from commlens.analysis.constants import normal_quantile
 from commlens.io.archive import HISTORY, UNREADABLE
-from commlens.io.dataset_errors import DatasetError
 from commlens.analysis.ranges import changed_ranges
 from commlens.data.samples import CURVE_DIMS
 from commlens.units import format_change, format_size_range
@@ -64,7 +64,9 @@ def open_history(target) -> xr.Dataset:
     `log_location`, `launch_var` (variance of the log launch medians, NaN below two launches) and
     `launches`; coords `created` and `source` on rerun (numbered from 1, oldest first)."""
     paths = rerun_paths(target)
-    reruns, created, sources = [], [], []
+    reruns = []
+    created: list[str] = []
+    sources: list[str] = []
     for path in paths:
         statistics = _rerun_statistics(path)
         stamp = str(statistics.attrs.get("created", ""))
@@ -79,7 +81,7 @@ def open_history(target) -> xr.Dataset:
     series = _drop_recollected(series)
     series = series.assign_coords(rerun=np.arange(1, len(reruns) + 1), created=("rerun", created),
                                   source=("rerun", sources))
-    series["location"] = np.exp(series["log_location"]).assign_attrs(
+    series["location"] = cast(xr.DataArray, np.exp(series["log_location"])).assign_attrs(   # a DataArray's exp
         units="s", long_name="geometric mean over launches of the launch medians")
     return series.sortby("size").transpose("rerun", *CELL_DIMS)
 
@@ -91,7 +93,8 @@ def _rerun_statistics(path: Path) -> xr.Dataset:
     measured = (ds["sample_count"] > 0) & (ds["median"] > 0)
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        log_median = np.log(ds["median"].where(measured))
+        # numpy's stubs: a ufunc of a DataArray is one
+        log_median = cast(xr.DataArray, np.log(ds["median"].where(measured)))
         out = xr.Dataset({"log_location": log_median.mean("launch"),
                           "launch_var": log_median.var("launch", ddof=1),
                           "launches": measured.sum("launch").astype(float)})
@@ -124,13 +127,13 @@ def _drop_recollected(series: xr.Dataset) -> xr.Dataset:
     if "measured_at" not in series:
         return series
     signature = series["measured_at"].transpose("rerun", *CURVE_DIMS).values
-    repeated = np.zeros(signature.shape, dtype=bool)
+    repeats = np.zeros(signature.shape, dtype=bool)
     last = np.full(signature.shape[1:], "", dtype=object)
     for rerun, current in enumerate(signature):
         known = np.array([isinstance(s, str) and s.strip("|") != "" for s in current.ravel()]).reshape(current.shape)
-        repeated[rerun] = known & (current == last)
+        repeats[rerun] = known & (current == last)
         last = np.where(known, current, last)
-    repeated = xr.DataArray(repeated, dims=("rerun", *CURVE_DIMS))
+    repeated = xr.DataArray(repeats, dims=("rerun", *CURVE_DIMS))
     return series.drop_vars("measured_at").assign(
         log_location=series["log_location"].where(~repeated),
         launch_var=series["launch_var"].where(~repeated),

@@ -11,14 +11,15 @@ groups: a shift that large and that clean is not launch-to-launch noise.
 
 Comparisons say so (commlens.analysis.compare: `baseline_modes`, `candidate_modes`). Where each mode
 holds two launches or more, a comparison leaves the slow mode's launches out and compares in the fast
-mode (always the fast one, so that both rows are compared in the same mode): Open MPI's launches with a raised eager limit ran 3.5 times slower in 2 of 8 launches, their
-eager copies slower than the default's rendezvous, and with them in, a 3-4 fold change at 5-15 KiB was
-called at 4 of 11 sizes. Leaving out is not shifting: bringing one row's slow launches to its fast level
-while the other row kept whatever its launches were made the rows differ by the mode's factor, and a
-quarter of no-change comparisons of two-mode kernels called a change (benchmarks/compare_validation.py).
-A lone launch far from the others is said but kept: three launches cannot tell a second mode from a
-kernel whose launches vary by 25%; it is launch-to-launch variation, which the launch-level test counts,
-and launches until decided runs more rounds while a curve's launches disagree so.
+mode (always the fast one, so that both rows are compared in the same mode): Open MPI's launches with a
+raised eager limit ran 3.5 times slower in 2 of 8 launches, their eager copies slower than the default's
+rendezvous, and with them in, a 3-4 fold change at 5-15 KiB was called at 4 of 11 sizes. Leaving out is
+not shifting: bringing one row's slow launches to its fast level while the other row kept whatever its
+launches were made the rows differ by the mode's factor, and a quarter of no-change comparisons of
+two-mode kernels called a change (benchmarks/compare_validation.py). A lone launch far from the others
+is said but kept: three launches cannot tell a second mode from a kernel whose launches vary by 25%; it
+is launch-to-launch variation, which the launch-level test counts, and launches until decided runs more
+rounds while a curve's launches disagree so.
 """
 
 from __future__ import annotations

@@ -114,12 +114,15 @@ def after_round(ds: xr.Dataset, baseline: str, candidate: str, *, min_rounds: in
     rounds = int(ds["round"].max()) + 1
     alpha = 1 - confidence
     levels = look_levels(min_rounds, max_rounds, alpha)
-    verdict = ratio = decided_at = result = None
+    verdict: xr.DataArray | None = None
+    ratio: xr.DataArray | None = None
+    decided_at: xr.DataArray | None = None
+    result: xr.Dataset | None = None
     looks = {}
     for look in range(min_rounds, min(rounds, max_rounds) + 1):
         result = looks[look] = within(_first_rounds(ds, look), baseline, candidate, dim=dim,
                                       min_effect=min_effect, confidence=1 - max(levels[look], 1e-12))
-        if verdict is None:
+        if verdict is None or ratio is None or decided_at is None:     # the first look
             verdict = xr.full_like(result["verdict"], UNDECIDED, dtype=object)
             ratio, decided_at = result["ratio"].copy(), xr.zeros_like(result["ratio"], dtype=int)
         kept = verdict != UNDECIDED
@@ -130,6 +133,7 @@ def after_round(ds: xr.Dataset, baseline: str, candidate: str, *, min_rounds: in
     if result is None:
         empty = xr.DataArray(np.array([], dtype=object))
         return Decision(rounds, empty, empty, empty, empty, True, f"{rounds} of at least {min_rounds} rounds")
+    assert verdict is not None and ratio is not None and decided_at is not None    # set at the first look
     undecided = (verdict == UNDECIDED) & result["verdict"].isin(["inconclusive"])
     power = conditional_power(result, rounds, max_rounds, min_effect, levels[max_rounds]).where(undecided, 0.0)
     reach = undecided & (power >= futility_power)

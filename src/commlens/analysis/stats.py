@@ -17,6 +17,7 @@ narrower than a typical launch's own.
 from __future__ import annotations
 
 import warnings
+from typing import cast
 from contextlib import contextmanager
 
 import numpy as np
@@ -48,15 +49,17 @@ def interval_over_launches(values: xr.DataArray, within: xr.DataArray, confidenc
     L >= 2 launches, the launches' values are the sample: on the log scale (times are positive and
     launch effects multiplicative, as commlens.analysis.compare treats them) the interval is the
     median -+ t(L-1) * sqrt(pi/2) * sd / sqrt(L), the t interval of a mean widened by the median's
-    larger standard error (from three launches on: the median of two is their mean); and it is never narrower than a typical launch's own interval (the median
-    over launches of each bound), which it then spans. By construction the median lies inside.
+    larger standard error (from three launches on: the median of two is their mean); and it is never
+    narrower than a typical launch's own interval (the median over launches of each bound), which it
+    then spans. By construction the median lies inside.
     """
     launches = values.count("launch")
     centre = values.median("launch")
     typical_low = within.sel(bound="low", drop=True).median("launch")
     typical_high = within.sel(bound="high", drop=True).median("launch")
     positive = (values > 0) | values.isnull()
-    logs = np.log(values.where(positive.all("launch")))
+    # numpy's stubs: a ufunc of a DataArray is one
+    logs = cast(xr.DataArray, np.log(values.where(positive.all("launch"))))
     sd = logs.std("launch", ddof=1)
     t = xr.apply_ufunc(lambda n: scipy_stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1)), launches)
     # The median of two values is their mean; from three on, its standard error is larger.
@@ -117,7 +120,8 @@ def summarize_points(ds: xr.Dataset, ci: bool = True, confidence: float = 0.95) 
             out["mean_ci"].attrs = {"units": "s", "long_name": f"{confidence:.0%} interval of the mean over "
                                     "launches (one launch: its own normal interval)"}
             # Bandwidth falls as time rises: the slow end of the time's interval is its low end.
-            low, high = (bandwidth(out["median_ci"].sel(bound=bound, drop=True), ds["size"]) for bound in ("high", "low"))
+            low, high = (bandwidth(out["median_ci"].sel(bound=bound, drop=True), ds["size"])
+                         for bound in ("high", "low"))
             out["bandwidth_ci"] = xr.concat([low, high], dim="bound").assign_coords(bound=["low", "high"]) \
                 .transpose(*out["bandwidth"].dims, "bound")
             out["bandwidth_ci"].attrs = {"units": "B/s", "long_name": "bandwidth at the ends of median_ci"}

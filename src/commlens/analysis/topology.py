@@ -25,7 +25,7 @@ def has_topology(ds: xr.Dataset) -> bool:
 
 def topologies(ds: xr.Dataset) -> dict[str, Topology]:
     """{host: its topology} of every host the dataset recorded one for (those that do not parse left out)."""
-    found = {}
+    found: dict[str, Topology] = {}
     if not has_topology(ds):
         return found
     for host, xml in zip(ds["host"].values, ds["host_topology"].values):
@@ -58,7 +58,8 @@ def _text(values) -> str:
 
 def rank_table(ds: xr.Dataset) -> pd.DataFrame:
     """Per (library, placement) and each binding its ok launches ran with (`binding`: every rank's PUs, as
-    the launches' cpu_binding has it), one row per rank (COLUMNS): its host, the PUs it was bound to (`cpus`), their cores (logical indices), NUMA nodes and packages, the
+    the launches' cpu_binding has it), one row per rank (COLUMNS): its host, the PUs it was bound to
+    (`cpus`), their cores (logical indices), NUMA nodes and packages, the
     caches it ran under, its pair's rank, the caches both ran under (`shared_with_peer`), their `relation`
     ("same package, shared L3") and how many launches ran so. Empty where the dataset recorded no topology;
     a host without one has its binding and nothing more."""
@@ -103,8 +104,10 @@ def _ranks(library: str, placement: str, hosts: list[str], bindings: list[str], 
             same_host = carriers.get(hosts[peer], hosts[peer]) == carriers.get(host, host)
             if location is not None and other is not None and same_host:
                 row["shared_with_peer"] = ", ".join(map(str, shared_caches(location, other)))
-            if not same_host or (location is not None and other is not None):
-                row["relation"] = relation(location, other, same_host=same_host) if same_host else "different hosts"
+            if not same_host:
+                row["relation"] = "different hosts"
+            elif location is not None and other is not None:
+                row["relation"] = relation(location, other, same_host=same_host)
                 if same_host and hosts[peer] != host:
                     row["relation"] = f"virtual nodes of {carriers.get(host, host)}, {row['relation']}"
         rows.append(row)
@@ -116,7 +119,8 @@ def shared_cores(ranks: pd.DataFrame, carriers: dict[str, str] | None = None) ->
     binding) on the same hardware (`carriers`: hardware()) whose cores overlap."""
     found = []
     carriers = carriers or {}
-    cores = [(row.rank, carriers.get(row.host, row.host), set(row.cores.split(",")) - {""}) for row in ranks.itertuples()]
+    cores = [(row.rank, carriers.get(row.host, row.host), set(row.cores.split(",")) - {""})
+             for row in ranks.itertuples()]
     for i, (rank, host, mine) in enumerate(cores):
         for other, other_host, theirs in cores[i + 1:]:
             if host == other_host and mine & theirs:

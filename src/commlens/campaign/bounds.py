@@ -14,6 +14,7 @@ from __future__ import annotations
 import reprlib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -72,7 +73,7 @@ def read_yaml(path: Path) -> object:
 
 def key_path(path) -> str:
     """('kernels', 'pingpong.send', 'sizes', 'list', 2) -> kernels.pingpong.send.sizes.list[2]"""
-    parts = []
+    parts: list[str] = []
     for part in path:
         parts.append(f"[{part}]" if isinstance(part, int) else (f".{part}" if parts else str(part)))
     return shown_key("".join(parts)) if parts else "(top level)"
@@ -97,7 +98,7 @@ def check_size(config, source: str) -> None:
     if not isinstance(config, Mapping):
         return      # validation says what a campaign file is
     count, shared, seen = len(config), False, set()
-    stack = [(value, (key,)) for key, value in reversed(list(config.items()))]
+    stack: list[tuple[Any, tuple]] = [(value, (key,)) for key, value in reversed(list(config.items()))]
     while stack:
         value, path = stack.pop()
         if not isinstance(value, (Mapping, list)):

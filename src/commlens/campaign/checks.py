@@ -74,7 +74,7 @@ def _read_cached(path: Path, config: dict, source: str) -> dict | None:
     if not isinstance(entry, dict) or entry.get("sha256") != _entry_digest(path, entry.get("validated")):
         return None
     validated = entry.get("validated")
-    if not _adds_to(validated, config):
+    if not isinstance(validated, dict) or not _adds_to(validated, config):
         return None
     schema = load_schema()
     if structure_problems(validated, schema, schema):

@@ -59,7 +59,7 @@ def size_count(sizes: dict) -> int:
         return (low == 0) + sum(low <= point <= high for point in points)
     # netpipe: per_octave points an octave from max(min, 1), each also perturbation bytes below and above
     per_octave, perturbation = option["per_octave"], option["perturbation"]
-    points = {0} if low == 0 else set()
+    distinct: set[int] = {0} if low == 0 else set()
     for step in itertools.count():
         try:
             centre = int(start * 2.0 ** (step / per_octave) + 0.5)     # C's round() of a positive double
@@ -67,9 +67,9 @@ def size_count(sizes: dict) -> int:
             break
         if centre > high:
             break
-        points.update(point for point in (centre - perturbation, centre, centre + perturbation)
-                      if low <= point <= high and point > 0)
-    return len(points)
+        distinct.update(point for point in (centre - perturbation, centre, centre + perturbation)
+                        if low <= point <= high and point > 0)
+    return len(distinct)
 
 
 def timing_args(spec: dict) -> list[str]:

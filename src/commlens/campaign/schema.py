@@ -40,7 +40,8 @@ def validator(schema: dict):
     return jsonschema.validators.extend(base, {"pattern": pattern}, type_checker=checker)(schema)
 
 
-_TYPES = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
+_TYPES: dict[str, type | tuple[type, ...]] = {"object": dict, "array": list, "string": str, "integer": int,
+                                              "number": (int, float), "boolean": bool}
 
 
 def structure_problems(instance, schema: dict, root: dict, path: tuple = ()) -> list[str]:
@@ -132,8 +133,8 @@ def describe_error(error) -> str:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         return f"{where}: {shown(error.instance)} is not allowed{hint}; allowed values: {', '.join(allowed)}"
     if error.validator == "pattern":
-        allowed = PATTERN_WORDS.get(error.validator_value, f"a match of {error.validator_value}")
-        return f"{where}: {shown(error.instance)} is not allowed; allowed: {allowed}"
+        takes = PATTERN_WORDS.get(error.validator_value, f"a match of {error.validator_value}")
+        return f"{where}: {shown(error.instance)} is not allowed; allowed: {takes}"
     if error.validator == "oneOf" and error.context:
         deepest = max(error.context, key=lambda e: len(e.absolute_path))
         if deepest.absolute_path != error.absolute_path:
@@ -152,11 +153,11 @@ def describe_error(error) -> str:
         # A value of none of the types, where the types alone say what is allowed: name them.
         if all(e.validator == "type" for e in error.context) and \
                 all("type" in branch and "pattern" not in branch for branch in branches):
-            allowed = " or ".join(_number_words(branch) + (f" with keys {', '.join(branch['properties'])}"
-                                                            if "properties" in branch else "") for branch in branches)
-            return f"{where}: {shown(error.instance)} is not allowed; allowed: {allowed}"
-        allowed = error.schema.get("description") or _clipped(error.message)
-        return f"{where}: {shown(error.instance)} is not allowed; allowed: {allowed}"
+            takes = " or ".join(_number_words(branch) + (f" with keys {', '.join(branch['properties'])}"
+                                                          if "properties" in branch else "") for branch in branches)
+            return f"{where}: {shown(error.instance)} is not allowed; allowed: {takes}"
+        takes = error.schema.get("description") or _clipped(error.message)
+        return f"{where}: {shown(error.instance)} is not allowed; allowed: {takes}"
     if error.validator == "type":
         return f"{where}: {shown(error.instance)} is not allowed; allowed: {_number_words(error.schema)}"
     if error.validator == "maxLength":
@@ -174,7 +175,7 @@ def _clipped(message: str) -> str:
 
 def _number_words(schema: dict) -> str:
     """What a typed key takes, in words: 'an integer, at least 1'."""
-    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    kinds: list[str] = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
     words = " or ".join({"integer": "an integer", "number": "a number", "boolean": "true or false",
                          "string": "a string", "array": "a list", "object": "a mapping"}.get(k, k) for k in kinds)
     bounds = [f"{word} {schema[key]}" for key, word in (("minimum", "at least"), ("exclusiveMinimum", "above"),

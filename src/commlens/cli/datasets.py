@@ -43,9 +43,11 @@ def export(args) -> int:
         raise ValueError("--pairs: a table of pairs has no OSU form; --format osu writes one file per curve")
     path, ds = open_dataset(args.target)
     written = export_table(ds, args.format, args.output, source=path, table="pairs" if args.pairs else "points")
+    if written is None:     # the table went to standard output (never OSU's folder of files)
+        return 0
     if args.format == OSU:
         print(f"OSU files: {written} (what each holds: {written / 'commlens-osu.json'})")
-    elif written is not None:
+    else:
         print(f"table: {written}" + (f" (its columns and provenance: {sidecar(written)})"
                                       if written.suffix == ".csv" else ""))
     return 0

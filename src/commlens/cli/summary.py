@@ -83,7 +83,8 @@ def summary_rows(ds) -> tuple[list[list[str]], list[str]]:
     stats = ds.commlens.summary(ci=False)[["median", *TIMES, "bandwidth"]]
     marks = curve_marks(curve_origins(ds))
     counts = launch_counts(ds)
-    rows, few = [], {}      # few: {tails left out: [(labels, size, its launches' counts)]}
+    rows = []
+    few: dict[tuple[str, ...], list] = {}   # {tails left out: [(labels, size, its launches' counts)]}
     for lib in ds.library.values:
         for pl in ds.placement.values:
             for k in ds.kernel.values:
@@ -114,7 +115,8 @@ def _few_line(hidden: tuple[str, ...], points: list) -> str:
     one line over all their launches, so that a large campaign's table is not followed by a line a curve."""
     if len(points) == 1:
         labels, size, counts = points[0]
-        return f"{', '.join(labels)} at {format_size(size)}: {', '.join(hidden)} not shown: {too_few_samples(counts)[1]}"
+        return (f"{', '.join(labels)} at {format_size(size)}: {', '.join(hidden)} not shown: "
+                f"{too_few_samples(counts)[1]}")
     words = too_few_samples(np.concatenate([np.ravel(counts) for _, _, counts in points]))[1]
     return (f"{', '.join(hidden)} not shown for {len(points)} curves at their smallest size: {words} "
             f"(--per-size: each size's)")
@@ -197,7 +199,7 @@ def format_table(rows: list[list[str]]) -> str:
             padded[-1] = cells[-1]
         return GAP.join(padded).rstrip()
 
-    titles = [" " * widths[i] for i in range(len(COLUMNS))]
+    titles: list[str | None] = [" " * widths[i] for i in range(len(COLUMNS))]   # None: inside a group's title
     for first, last, title in GROUPS:
         span = sum(widths[first:last]) + len(GAP) * (last - first - 1)
         titles[first:last] = [title.center(span)] + [None] * (last - first - 1)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import getpass
 import json
+from collections.abc import Sequence
 import socket
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from commlens.io.raw import RawFileError
 from commlens.launch.provenance import cpu_model, git_commit, os_description, source_hash
 
 
-def dataset_attributes(campaign: Campaign, builds: dict[str, dict], runs, refused: list[RawFileError]) -> dict:
+def dataset_attributes(campaign: Campaign, builds: dict[str, dict], runs, refused: Sequence[RawFileError]) -> dict:
     """The dataset's provenance: the campaign, the code and builds that ran it, and the hosts."""
     flags = sorted({b["cflags"] for b in builds.values() if "cflags" in b})
     return {
@@ -37,7 +38,7 @@ def dataset_attributes(campaign: Campaign, builds: dict[str, dict], runs, refuse
         "timer_resolution_s": (float(np.nanmin(runs.resolution)) if np.isfinite(runs.resolution).any()
                                else np.nan),
         "first_launch": min((s for s in runs.started.ravel() if s), default=""),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "refused_files": json.dumps([str(e) for e in refused]),
         # The seed of the launches' order in each round (commlens.campaign.rounds), where it ran in rounds.
         **({"round_seed": campaign.round_seed} if campaign.round_seed is not None else {}),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,7 +84,7 @@ def collection_space(raw_files, dataset) -> str:
 
 
 def build_dataset(campaign: Campaign, results: Iterable[LaunchResult], libraries: dict[str, dict],
-                  builds: dict[str, dict], refused: list[RawFileError] = (), samples_file=None) -> xr.Dataset:
+                  builds: dict[str, dict], refused: Sequence[RawFileError] = (), samples_file=None) -> xr.Dataset:
     """The campaign dataset: every sample of every launch as a ragged array (commlens.data.samples), with
     per-point statistics and the launches' records over dense axes.
 
@@ -158,7 +158,8 @@ class _RunRecords:
     link_priority: dict[str, list] = field(default_factory=dict)   # placement -> each launch's (launch.wire)
     # (run cell, size) -> (ranks, ranks) median pair times, of kernels that time pairs (commlens.data.pairs)
     pair_medians: dict = field(default_factory=dict)
-    configurations: Configurations | None = None   # each launch's control variables (commlens.data.machine)
+    # each launch's control variables (commlens.data.machine), made for the campaign's run shape by blank()
+    configurations: Configurations = field(default_factory=lambda: Configurations(()))
     machines: Machines = field(default_factory=Machines)   # each host's topology
 
     @classmethod
@@ -225,6 +226,7 @@ def _read_launches(results: Iterable[LaunchResult], axes: _Axes, runs: _RunRecor
             runs.link_burst[meta["placement"]] = float(meta["link_burst_s"])
         runs.link_priority.setdefault(meta["placement"], []).append(meta.get("link_priority", ""))
         run = result.run
+        assert run is not None      # a launch that ended ok recorded its run
         runs.configurations.add(cell, result.mpi_t)
         runs.machines.add(run["hosts"], result.topology)
         runs.resolution[cell] = run["timer_resolution_s"]
@@ -290,14 +292,15 @@ def _point_records(batches: list, axes: _Axes) -> tuple[list[int], _PointRecords
         at = (np.full(n, cell[0]), np.full(n, cell[1]), np.full(n, cell[2]),
               np.array([si[int(size)] for size in point_sizes], dtype=np.int64), np.full(n, cell[3]))
         position[at], settled[at], rse[at] = records[:, 0], records[:, 1].astype(bool), records[:, 2]
-        iters[at], errors[at], subtracted[at], exit_skew[at] = records[:, 3], records[:, 4], records[:, 5], records[:, 6]
+        iters[at], errors[at] = records[:, 3], records[:, 4]
+        subtracted[at], exit_skew[at] = records[:, 5], records[:, 6]
         short_dropped[at] = records[:, 7]
         stats.put_computed(np.stack(at, axis=1), computed)
     return sizes, _PointRecords(settled=settled, rse=rse, iters=iters, errors=errors, position=position,
                                 subtracted=subtracted, exit_skew=exit_skew, short_dropped=short_dropped, stats=stats)
 
 
-def _mark_refused(refused: list[RawFileError], axes: _Axes, runs: _RunRecords) -> None:
+def _mark_refused(refused: Sequence[RawFileError], axes: _Axes, runs: _RunRecords) -> None:
     for error in refused:
         # A refused file still names its cell when its launch record can be read.
         try:
@@ -334,13 +337,16 @@ def _coordinates(campaign: Campaign, axes: _Axes, sizes: list[int], runs: _RunRe
         "emulation": ("placement", [measured_on[name][2] for name in axes.placements],
                       {"long_name": "how nodes were emulated on one host: namespaces (virtual nodes) or loopback"}),
         "switch_rate": ("placement", [netem.rate_bits_per_s(p["switch"]["rate"]) if "switch" in p else np.nan
-                                      for p in placement_specs], {"units": "bit/s", "long_name": "emulated switch rate"}),
+                                      for p in placement_specs],
+                        {"units": "bit/s", "long_name": "emulated switch rate"}),
         "network_rate": ("placement", [netem.rate_bits_per_s(p["network"]["rate"]) if "network" in p else np.nan
-                                       for p in placement_specs], {"units": "bit/s", "long_name": "emulated link rate"}),
+                                       for p in placement_specs],
+                         {"units": "bit/s", "long_name": "emulated link rate"}),
         "mtu": ("placement", [p["network"]["mtu"] if "network" in p else 0 for p in placement_specs],
                 {"units": "bytes", "long_name": "emulated link MTU (0: not emulated)"}),
         "link_delay": ("placement", [netem.delay_seconds(p["network"]["delay"]) if p.get("network", {}).get("delay")
-                                     else 0.0 for p in placement_specs], {"units": "s", "long_name": "emulated link delay"}),
+                                     else 0.0 for p in placement_specs],
+                       {"units": "s", "long_name": "emulated link delay"}),
         "link_loss": ("placement", [float(p.get("network", {}).get("loss", 0)) for p in placement_specs],
                       {"units": "percent", "long_name": "emulated link's packet loss"}),
         "faults": ("placement", [json.dumps(p.get("faults", []), sort_keys=True) for p in placement_specs],
@@ -356,8 +362,10 @@ def _coordinates(campaign: Campaign, axes: _Axes, sizes: list[int], runs: _RunRe
         "link_burst": ("placement", [runs.link_burst.get(name, np.nan) for name in axes.placements],
                        {"units": "s", "long_name": "the most of an emulated link's time one frame carried (wire: "
                                                    "whole TCP segments, at least one; NaN: not recorded)"}),
-        "link_priority": ("placement", [wire.placement_priority(runs.link_priority.get(p, [])) for p in axes.placements],
-                          {"long_name": "how wire link processes ran: real-time, or in how many launches not, and why"}),
+        "link_priority": ("placement", [wire.placement_priority(runs.link_priority.get(p, []))
+                                        for p in axes.placements],
+                          {"long_name": "how wire link processes ran: real-time, or in how many launches not, "
+                                        "and why"}),
         "switch_shaper": ("placement", [runs.switch_shaper.get(name, "") for name in axes.placements],
                           {"long_name": "what made the virtual nodes' shared switch: netem or tbf"}),
         "library_version": ("library", [runs.version[name] or "unknown" for name in axes.libraries]),

@@ -382,7 +382,8 @@ def write_osu(ds: xr.Dataset, folder, source=None) -> Path:
     mean = (ds["mean"].fillna(0) * weight).sum("launch") / iterations.where(iterations > 0)
     per_second = bandwidth(mean, ds["size"]) / MB
     config = json.loads(ds.attrs.get("campaign_config", "{}")).get("kernels", {})
-    files, left_out = {}, []
+    files: dict[str, dict] = {}
+    left_out = []
     for library in ds["library"].values.tolist():
         for placement in ds["placement"].values.tolist():
             for kernel in ds["kernel"].values.tolist():

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from commlens.campaign import Campaign
 from commlens.io.atomic import write_text
@@ -22,15 +23,15 @@ def library_status(library: dict | None, build: dict | None) -> str:
     return library_failure(library, build).get("status", "ok" if library and build else "missing")
 
 
-def failures(results: list[LaunchResult], refused: list[RawFileError] = (), campaign: Campaign | None = None,
+def failures(results: list[LaunchResult], refused: Sequence[RawFileError] = (), campaign: Campaign | None = None,
              libraries: dict[str, dict] | None = None, builds: dict[str, dict] | None = None) -> list[dict]:
     """One entry per library row whose environment or build failed (reason and log tail), and one
     per other launch that gave no data: failed, timed-out or unsupported launches with their exit
     code, reason and console tail, and refused raw files with the file, line and why."""
     entries = []
     failed_rows = set()
-    for row in (campaign.libraries if campaign else []):
-        mpi = campaign.mpi_of(row)
+    mpis = {row: campaign.mpi_of(row) for row in campaign.libraries} if campaign else {}
+    for row, mpi in mpis.items():
         failure = library_failure((libraries or {}).get(mpi), (builds or {}).get(mpi))
         if failure:
             failed_rows.add(row)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import numpy as np
@@ -57,14 +57,14 @@ class ImportRefused(ValueError):
 
 def import_files(paths, suite: str, library: str, placement: str, kernel: str | None = None,
                  nodes: int | None = None, ppn: int | None = None, name: str | None = None,
-                 partial: bool = False, osu_sizes: tuple[int, int] | None = None,
+                 partial: bool = False, osu_sizes: tuple[int, int | None] | None = None,
                  skip_bad: bool = False) -> xr.Dataset:
     """The files (all of `suite`: osu, imb or netpipe) as one library row on one placement. Every
     file is tried: if any is refused, ImportRefused lists them all, unless `skip_bad`, when the
     others are imported and the refusals recorded (`refused_files`). `kernel` names the row of the
     batch's one kernel (its own name, or with an @label); nodes and ppn default to what the
     placement's name says (1N2P); `partial` imports truncated files, marked partial; `osu_sizes` is
-    the -m MIN:MAX the OSU runs were given (default: each benchmark's own)."""
+    the -m MIN:MAX the OSU runs were given (default, or MAX None: each benchmark's own)."""
     nodes, ppn = placement_shape(placement, nodes, ppn)
     paths = list(paths)
     measurements, refusals = read_batch(paths, suite, nodes * ppn, partial, osu_sizes)
@@ -168,7 +168,7 @@ def to_dataset(measurements: list[Measurement], library: str, placement: str, no
                       "spread statistics NaN unless the file reports percentiles (quantiles, with the P50 as "
                       "median); every number the file prints in `reported`; iters_per_sample 0: not recorded "
                       "(see commlens.io.importers)",
-        "history": f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} imported by commlens from "
+        "history": f"{datetime.now(UTC).isoformat(timespec='seconds')} imported by commlens from "
                    + ", ".join(str(m.path) for m in measurements),
     })
     return ds

@@ -37,11 +37,10 @@ class Configurations:
     run_shape: tuple
     sets: list[tuple[str, dict, dict]] = field(default_factory=list)   # (status, values, unreadable)
     _known: dict = field(default_factory=dict)
-    of_cell: np.ndarray = None
+    of_cell: np.ndarray = field(init=False)
 
     def __post_init__(self):
-        if self.of_cell is None:
-            self.of_cell = np.full(self.run_shape, -1, dtype=np.int64)
+        self.of_cell = np.full(self.run_shape, -1, dtype=np.int64)
 
     def add(self, cell: tuple, mpi_t: dict | None) -> None:
         status, values, unreadable = launch_values(mpi_t)
@@ -94,7 +93,7 @@ def cvar_variables(libraries: list[str], mpis: list[str], configurations: Config
     sets = configurations.sets
     described: dict[str, CvarDescriptions] = {}
     rows = []
-    for index, (library, mpi) in enumerate(zip(libraries, mpis)):
+    for index, mpi in enumerate(mpis):
         cells = configurations.of_cell[index]
         used = Counter(int(i) for i in cells[cells >= 0].ravel())
         rows.append(_row_values([sets[i] for i in used]))

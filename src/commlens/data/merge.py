@@ -17,8 +17,8 @@ from commlens.data.samples import POINT_DIMS, ragged_positions, start_variable
 # What a cell holds where a dataset has no such library, placement, kernel, size or launch: that side
 # never asked for it, so its status is "skipped" (not "missing", a launch asked for that gave no file).
 _FILL = {"status": "skipped", "settled": False, "iters_per_sample": 0, "position": -1, "sample_count": 0,
-         "round": -1, "round_position": -1, "started": "", "hosts": "", "cpu_binding": "", "launch_env": "", "kernel_info": "", "reason": "",
-         "partial": False, "suite_metric": ""}
+         "round": -1, "round_position": -1, "started": "", "hosts": "", "cpu_binding": "", "launch_env": "",
+         "kernel_info": "", "reason": "", "partial": False, "suite_metric": ""}
 # The axes a row is appended along (library) or that hold samples, never merged as a union.
 _NOT_UNITED = ("library", "sample")
 
@@ -50,7 +50,7 @@ def append_to_campaign(campaign: xr.Dataset, ds: xr.Dataset, library: str | None
     for dim in dims:
         for name, coord in parts[0].coords.items():
             if coord.dims == (dim,) and name != dim:
-                known = {}
+                known: dict = {}
                 for part in reversed(parts):
                     known.update(zip(part[dim].values.tolist(), part[name].values.tolist()))
                 axis_coords[name] = (dim, [known[label_] for label_ in union[dim]], coord.attrs)
@@ -106,7 +106,7 @@ def _completed(part: xr.Dataset, other: xr.Dataset) -> xr.Dataset:
                                for name, coord in other.coords.items()
                                if name not in part.coords and set(coord.dims) <= set(part.dims) - {"sample"}})
     return part.assign({name: (var.dims, np.full([part.sizes[d] for d in var.dims],
-                                                 _FILL.get(name, _blank(var.dtype)), dtype=var.dtype), var.attrs)
+                                                 _FILL.get(str(name), _blank(var.dtype)), dtype=var.dtype), var.attrs)
                         for name, var in other.data_vars.items()
                         if name not in part.data_vars and set(var.dims) <= set(part.dims) - {"sample"}})
 
@@ -119,8 +119,8 @@ def _blank(dtype: np.dtype):
 def _reindex_filled(ds: xr.Dataset, union: dict) -> xr.Dataset:
     """Reindexed to the union of both datasets' axes, keeping every variable's dtype."""
     # Times (a launch's `started`, datetimes since datasets follow CF) are NaT where there is no launch.
-    out = ds.reindex(union, fill_value={name: np.datetime64("NaT") if var.dtype.kind == "M" else _FILL.get(name, np.nan)
-                                        for name, var in ds.data_vars.items()})
+    out = ds.reindex(union, fill_value={name: np.datetime64("NaT") if var.dtype.kind == "M"
+                                        else _FILL.get(str(name), np.nan) for name, var in ds.data_vars.items()})
     for name, var in ds.data_vars.items():
         out[name] = out[name].astype(var.dtype if var.dtype.kind != "U" else str)
     return out

@@ -131,7 +131,8 @@ def _incomplete(ds: xr.Dataset) -> str | None:
         except (TypeError, ValueError) as error:
             return f"its campaign_config attribute is not the campaign as JSON ({error}); recollect it"
         if not isinstance(config, dict):
-            return f"its campaign_config attribute is not the campaign as JSON (a {type(config).__name__}); recollect it"
+            return (f"its campaign_config attribute is not the campaign as JSON (a {type(config).__name__}); "
+                    "recollect it")
     return None
 
 

@@ -86,7 +86,7 @@ def imported_libraries(ds: xr.Dataset) -> list[str]:
 def launch_records(ds: xr.Dataset, library, placement, kernel) -> list[tuple[int, dict]]:
     """(launch, kernel_info) of the curve's launches that gave data and recorded one."""
     cell = dict(library=library, placement=placement, kernel=kernel)
-    infos = ds["kernel_info"].sel(cell).values if "kernel_info" in ds else []
+    infos: np.ndarray | list[str] = ds["kernel_info"].sel(cell).values if "kernel_info" in ds else []
     status = ds["status"].sel(cell).values if "status" in ds else ["ok"] * len(infos)
     records = []
     for launch, (info, state) in enumerate(zip(infos, status)):

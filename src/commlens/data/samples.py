@@ -78,11 +78,13 @@ def point_statistics(samples: list[np.ndarray]) -> dict[str, np.ndarray]:
         out["sample_count"][i] = count
         if not count:
             continue
-        out["median"][i] = values[(count - 1) // 2] if count % 2 else 0.5 * (values[count // 2 - 1] + values[count // 2])
+        half = count // 2
+        out["median"][i] = values[(count - 1) // 2] if count % 2 else 0.5 * (values[half - 1] + values[half])
         out["mean"][i] = values.mean()
         out["min"][i] = values[0]
         q1, q3 = np.quantile(values, (0.25, 0.75))
-        inner = values[(values >= q1) & (values <= q3)]     # empty for two samples: NaN (no sample between the quartiles)
+        # Empty for two samples: NaN (no sample between the quartiles).
+        inner = values[(values >= q1) & (values <= q3)]
         out["iqm"][i] = inner.mean() if inner.size else np.nan
         out["std"][i] = values.std(ddof=1) if count > 1 else np.nan
         out["quantiles"][i] = np.quantile(values, QUANTILES)
@@ -107,7 +109,7 @@ class PointStatistics:
         """Statistics of the points at `indices` (over POINT_DIMS) from their samples."""
         self.put_computed(indices, point_statistics(samples))
 
-    def put_computed(self, indices: list[tuple[int, ...]], computed: dict[str, np.ndarray]) -> None:
+    def put_computed(self, indices: list[tuple[int, ...]] | np.ndarray, computed: dict[str, np.ndarray]) -> None:
         """point_statistics already computed for the points at `indices`, in the same order."""
         at = tuple(np.array(indices, dtype=np.int64).reshape(-1, len(self.shape)).T)
         for name, values in computed.items():
@@ -116,9 +118,10 @@ class PointStatistics:
     def variables(self) -> dict:
         """As dataset variables over POINT_DIMS (with `quantile` and `bound` dims)."""
         v = self.values
-        variables = {"sample_count": (POINT_DIMS, v["sample_count"],
-                                      {"long_name": "samples of the point (0: not measured)",
-                                       "sample_dimension": "sample", "sample_order": " ".join(RAGGED_ORDER)})}
+        variables: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = {
+            "sample_count": (POINT_DIMS, v["sample_count"],
+                             {"long_name": "samples of the point (0: not measured)",
+                              "sample_dimension": "sample", "sample_order": " ".join(RAGGED_ORDER)})}
         for name, meaning in POINT_STATISTICS.items():
             variables[name] = (POINT_DIMS, v[name], {"units": "s", "long_name": meaning})
         variables["quantiles"] = (POINT_DIMS + ("quantile",), v["quantiles"],
@@ -153,7 +156,7 @@ def is_ragged(ds: xr.Dataset) -> bool:
     return "sample_count" in ds and ds["time"].dims == ("sample",)
 
 
-def curve_slice(ds: xr.Dataset, cell: tuple[int, int, int]):
+def curve_slice(ds: xr.Dataset, cell: tuple[int, ...]):
     """One curve (integer cell over CURVE_DIMS) as (counts (n_sizes, n_launches), starts relative to
     `values`, values): one contiguous read of `time` covering all its points."""
     counts = ds["sample_count"].transpose(*POINT_DIMS).values[cell]

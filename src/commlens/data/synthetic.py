@@ -13,8 +13,12 @@ drawn from one seed, so a test that fails fails again.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:   # for the annotations only: the functions that build a dataset import xarray themselves
+    import xarray as xr
 
 
 @dataclass(frozen=True)
@@ -220,7 +224,7 @@ def with_modes(curve: SyntheticCurve, modes: Modes, seed: int = 0) -> tuple[Synt
     """`curve` (with a launch axis) with each launch drawn into the slow mode or not; and which were."""
     if curve.times.ndim != 3:
         raise ValueError("modes need a curve with a launch axis (generate with n_launches)")
-    slow = np.random.default_rng(seed).random(curve.times.shape[1]) < modes.probability
+    slow = np.random.default_rng(seed).random((curve.times.shape[1],)) < modes.probability
     times = curve.times * np.where(slow, modes.factor, 1.0)[None, :, None]
     return SyntheticCurve(curve.sizes, times, curve.truth, curve.noise), slow
 
@@ -237,7 +241,7 @@ class Drift:
     ramp: float = 0.0
 
 
-def in_rounds(curves: dict, drift: Drift = Drift(), seed: int = 0) -> "xr.Dataset":
+def in_rounds(curves: dict, drift: Drift = Drift(), seed: int = 0) -> xr.Dataset:
     """A campaign dataset from {(library, placement, kernel): SyntheticCurve with a launch axis}, run in
     rounds as campaigns are: round r runs launch r of every curve, in an order drawn at random per round
     from `seed`; `drift` applies by each launch's time in the campaign. The dataset records `round` and
@@ -249,10 +253,10 @@ def in_rounds(curves: dict, drift: Drift = Drift(), seed: int = 0) -> "xr.Datase
     factors = {key: np.ones(rounds) for key in keys}
     total = rounds * len(keys)
     for r in range(rounds):
-        for position, index in enumerate(rng.permutation(len(keys))):
+        for place, index in enumerate(rng.permutation(len(keys))):
             key = keys[index]
-            positions[key][r] = position
-            elapsed = (r * len(keys) + position) / max(total - 1, 1)
+            positions[key][r] = place
+            elapsed = (r * len(keys) + place) / max(total - 1, 1)
             factors[key][r] = (1 + drift.ramp * elapsed) * (drift.slow_factor if r == drift.slow_round else 1.0)
     ds = dataset_from_cubes({key: (curve.sizes, curve.times * factors[key][None, :curve.times.shape[1], None])
                              for key, curve in curves.items()}, rounds=True)
@@ -305,7 +309,7 @@ def log_uniform(low: int, high: int, count: int, seed: int = 0) -> np.ndarray:
 
 # --------------------------------------------------------------------------- datasets
 
-def campaign_dataset(curves: dict) -> "xr.Dataset":
+def campaign_dataset(curves: dict) -> xr.Dataset:
     """A dataset shaped like a campaign's, from {(library, placement, kernel): SyntheticCurve}.
 
     Laid out as collected campaigns are (ragged samples with per-point statistics, see
@@ -314,7 +318,7 @@ def campaign_dataset(curves: dict) -> "xr.Dataset":
     return dataset_from_cubes({key: (curve.sizes, curve.times) for key, curve in curves.items()})
 
 
-def dataset_from_cubes(cubes: dict, rounds: bool = False) -> "xr.Dataset":
+def dataset_from_cubes(cubes: dict, rounds: bool = False) -> xr.Dataset:
     """The same from {(library, placement, kernel): (sizes, times)} with times (n_sizes, n_samples)
     or (n_sizes, n_launches, n_samples), NaN-padded: samples measured outside a campaign. rounds=True:
     launch r of every row ran in round r (the rows took turns), recorded in `round` as a campaign does."""

@@ -13,6 +13,7 @@ import shutil
 import socket
 import tempfile
 import weakref
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,7 +63,7 @@ def _commlens_run(argv):
     return _commlens_entry(MPI.COMM_WORLD.py2f(), len(words), array)
 '''
 
-_running: "weakref.WeakSet[Engines]" = weakref.WeakSet()
+_running: weakref.WeakSet[Engines] = weakref.WeakSet()
 
 
 def parse_placement(placement) -> Placement:
@@ -87,9 +88,10 @@ class Engines:
     Stop it with stop(), a `with` block, or let the interpreter's exit do it.
     """
 
-    cluster: object
-    client: object
-    view: object
+    # ipyparallel's Cluster, Client and DirectView (ipyparallel ships no types: Any)
+    cluster: Any
+    client: Any
+    view: Any
     library: str
     mpi: str
     family: str
@@ -111,7 +113,7 @@ class Engines:
     leftovers_before: set[str] = field(default_factory=set)
     session_directory: str | None = None    # the engines' TMPDIR on this host (SESSION_DIRECTORY_PREFIX)
 
-    def __enter__(self) -> "Engines":
+    def __enter__(self) -> Engines:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -11,7 +11,7 @@ import logging
 import shutil
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import numpy as np
@@ -97,7 +97,7 @@ class _Progress:
                     self.bar.update(1)
                     self.bar.set_postfix(size=record["size"], median_s=f"{np.median(record['samples']):.3g}")
                 if self.on_point is not None:
-                    self.on_point(Point(size=record["size"], samples=[float(s) for s in record["samples"]],
+                    self.on_point(Point(size=record["size"], samples=np.asarray(record["samples"], dtype=np.float64),
                                         iters_per_sample=record["iters_per_sample"],
                                         settled=bool(record["settled"]), rse=record.get("rse", np.nan),
                                         errors=record.get("errors"),
@@ -126,14 +126,14 @@ def _measure_once(engines: Engines, campaign: Campaign, kernel: str, launch: int
     p = engines.placement
     argv = ["commlens-kernels", *campaign.kernel_args(kernel, launch)]
     timeout_s = campaign.config["timeout"]
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     output = engines.results_dir / "raw" / engines.library / p.name / kernel / f"{stamp}-launch{launch}.jsonl"
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
     scratch = Path(tempfile.mkdtemp(prefix=f"commlens-{engines.library}-{p.name}-{kernel}-",
                                     dir=campaign.config["scratch"]))
     argv += ["--scratch", str(scratch), "--nodes", str(p.nodes), "-o", str(partial)]
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     t0 = time.monotonic()
     watcher = _Progress(partial, f"{kernel} {engines.library} {p.name}", on_point, progress)
     status, exit_code, reason = "ok", None, None

@@ -18,7 +18,7 @@ import filecmp
 import os
 import shutil
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 from commlens.io.netcdf_lock import netcdf_lock
@@ -110,7 +110,7 @@ def _archive(path: Path, log) -> Path | None:
         return None
     created, problem = _creation_time(path)
     stamp = _filesystem_stamp(created) if created else \
-        datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
+        datetime.fromtimestamp(path.stat().st_mtime, UTC).strftime("%Y-%m-%dT%H%M%SZ")
     folder = _history_folder(path, stamp + (UNREADABLE if problem else ""))
     folder.mkdir(parents=True, exist_ok=True)
     for file in (path, path.parent / "failures.jsonl"):
@@ -148,7 +148,7 @@ def _creation_time(path: Path) -> tuple[str | None, str | None]:
 def _filesystem_stamp(created: str) -> str:
     """2026-11-24T16:39:19+00:00 -> 2026-11-24T163919Z (UTC; no colons, which some file systems refuse)."""
     moment = datetime.fromisoformat(created)
-    moment = moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H%M%SZ")
 
 

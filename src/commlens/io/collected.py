@@ -51,7 +51,8 @@ def from_the_future(paths, slack_s: float = 1.0) -> list[str]:
             modified = os.stat(path).st_mtime
             if modified > now + slack_s:
                 os.utime(path, (now, now))
-                lines.append(f"{path}: modified in the future ({time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(modified))}"
+                stamp = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(modified))
+                lines.append(f"{path}: modified in the future ({stamp}"
                              f", {format_duration(modified - now)} ahead of this host's clock); read by its content, "
                              f"its time set to now")
         except OSError:

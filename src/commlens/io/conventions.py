@@ -142,7 +142,7 @@ def describe(ds: xr.Dataset, description: str = "",
     `history` starts with the time the file was made, as CF asks."""
     ds = ds.copy()
     for name, variable in ds.variables.items():
-        variable.attrs.update({key: value for key, value in ATTRIBUTES.get(name, {}).items()
+        variable.attrs.update({key: value for key, value in ATTRIBUTES.get(str(name), {}).items()
                                if key not in variable.attrs})
         if name in FLAGS and variable.dtype == bool:
             variable.attrs.update(flag_values=np.array([0, 1], dtype=np.int8), flag_meanings=FLAGS[name])
@@ -208,7 +208,8 @@ def license_of_commlens() -> str:
         meta = metadata("commlens")
     except PackageNotFoundError:
         return "unknown"
-    return meta.get("License-Expression") or meta.get("License") or "unknown"
+    # metadata() returns an email.message.Message, whose get() the PackageMetadata protocol leaves out.
+    return meta.get("License-Expression") or meta.get("License") or "unknown"  # type: ignore[attr-defined]
 
 
 def timestamps(values) -> np.ndarray:
@@ -226,8 +227,10 @@ def machine_independent(text: str, roots) -> str:
         if not root:           # the file system's root: no folder of this machine's
             continue
         pattern = rf"(?:(?<=-[IL])|(?<![\w./~-])){re.escape(root)}(/|(?![\w./-]))"
-        text = re.sub(pattern, lambda match, replacement=replacement: (
-            (f"{replacement}/" if replacement else "") if match.group(1) else replacement or "."), text)
+        def replaced(match: re.Match[str], replacement: str = replacement) -> str:
+            return (f"{replacement}/" if replacement else "") if match.group(1) else replacement or "."
+
+        text = re.sub(pattern, replaced, text)
     return text
 
 
@@ -333,10 +336,10 @@ def encode(ds: xr.Dataset, path) -> Encoded:
     if "started" in ds and ds["started"].dtype.kind == "M":
         encoding["started"] = dict(TIME_ENCODING)
     for name, variable in ds.variables.items():
-        variable.attrs.update({key: value for key, value in ATTRIBUTES.get(name, {}).items()
+        variable.attrs.update({key: value for key, value in ATTRIBUTES.get(str(name), {}).items()
                                if key not in variable.attrs})
         # CF readers name an axis or a plot by it; a variable made without one (a user's) gets its own name.
-        variable.attrs.setdefault("long_name", name.replace("_", " "))
+        variable.attrs.setdefault("long_name", str(name).replace("_", " "))
         if name in ds.data_vars:
             variable.attrs.setdefault("coverage_content_type", "physicalMeasurement" if name in MEASURED else
                                       "qualityInformation" if name in QUALITY else "auxiliaryInformation")
@@ -346,13 +349,14 @@ def encode(ds: xr.Dataset, path) -> Encoded:
     if points is not None:
         time_attrs["coordinates"] = points.coordinates
     # Text as CF character arrays (UTF-8), each with its own length dimension.
-    encoding |= {name: {"dtype": "S1", "char_dim_name": f"{name}_strlen", "zlib": True, "complevel": 4}
+    encoding |= {str(name): {"dtype": "S1", "char_dim_name": f"{name}_strlen", "zlib": True, "complevel": 4}
                  for name, variable in ds.variables.items() if variable.dtype.kind in "OUS"}
-    encoding |= {name: {"zlib": True, "complevel": 4} for name, variable in ds.data_vars.items()
+    encoding |= {str(name): {"zlib": True, "complevel": 4} for name, variable in ds.data_vars.items()
                  if variable.dtype.kind == "f"}
     # CF: a coordinate variable holds no missing values, so it has no _FillValue (xarray gives every
     # floating-point variable one unless told).
-    encoding |= {name: {"_FillValue": None} for name in ds.dims if name in ds.coords and ds[name].dtype.kind == "f"}
+    encoding |= {str(name): {"_FillValue": None} for name in ds.dims
+                 if name in ds.coords and ds[name].dtype.kind == "f"}
     version = ds.attrs.get("commlens_version", "")
     described = {"title": f"commlens campaign {ds.attrs.get('campaign', '')}", "source": f"commlens {version}",
                  "history": f"{ds.attrs.get('created', '')} commlens {version}"}    # a dataset from before CF
@@ -387,10 +391,11 @@ def _ragged_over_points(ds: xr.Dataset, path) -> tuple[xr.Dataset, Points | None
     if COUNT not in ds:
         return ds, None
     count = ds[COUNT]
-    order = str(count.attrs.get("sample_order", " ".join(count.dims))).split()
-    if sorted(order) != sorted(count.dims):
+    dims = [str(dim) for dim in count.dims]
+    order = str(count.attrs.get("sample_order", " ".join(dims))).split()
+    if sorted(order) != sorted(dims):
         raise ValueError(f"{path}: {COUNT}'s sample_order {' '.join(order)!r} is not an order of its dimensions "
-                         f"{', '.join(count.dims)}")
+                         f"{', '.join(dims)}")
     counts = count.transpose(*order).values.astype(np.int64).ravel()
     starts = (ds[START].transpose(*order).values.astype(np.int64).ravel() if START in ds
               else np.cumsum(counts) - counts)
@@ -418,7 +423,7 @@ def _labels_as_variables(ds: xr.Dataset, path) -> xr.Dataset:
             raise ValueError(f"{path}: variable {label!r} is the name the labels of axis {dim!r} are written "
                              f"under; rename it")
         coordinate = ds[dim]
-        ds = ds.drop_vars(dim).assign_coords({label: (dim, coordinate.values.astype(str), coordinate.attrs)})
+        ds = ds.drop_vars([dim]).assign_coords({label: (dim, coordinate.values.astype(str), coordinate.attrs)})
     return ds
 
 
@@ -428,7 +433,7 @@ def decode_layout(ds: xr.Dataset) -> xr.Dataset:
     axes. A file written before this layout (text coordinate variables, counts over the point axes) is
     returned as it is. Raises LayoutError where the file's points do not fit its axes, naming what."""
     labelled = []
-    for label in [name for name in ds.variables if name.endswith(LABEL_SUFFIX)]:
+    for label in [str(name) for name in ds.variables if str(name).endswith(LABEL_SUFFIX)]:
         dim = label[:-len(LABEL_SUFFIX)]
         if ds[label].dims == (dim,) and dim not in ds.indexes:
             ds = ds.drop_vars(label).assign_coords({dim: (dim, ds[label].values.astype(str), ds[label].attrs)})

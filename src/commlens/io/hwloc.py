@@ -137,7 +137,7 @@ def _span(values) -> str:
 
 def parse_cpus(text: str) -> list[int]:
     """"0,2,4-7" (a cpu_binding, or Linux's list format) -> [0, 2, 4, 5, 6, 7]; [] for "" or "unknown"."""
-    cpus = []
+    cpus: list[int] = []
     for part in str(text).replace(" ", "").split(","):
         if not part or not part[0].isdigit():
             continue

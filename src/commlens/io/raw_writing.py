@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 from commlens.io.atomic import WriteError, replacing, write_failure
@@ -17,7 +17,7 @@ def launch_record(status: str, meta: dict, started=None, **details) -> dict:
     """A raw file's first record: the launch's `status`, what it was (`meta`: library, placement,
     kernel, launch...), when it started (now, where it never did) and `details` (command, environment,
     exit code, reason...). The one place a launch record is made, by campaigns and interactive runs."""
-    when = started or datetime.now(timezone.utc)
+    when = started or datetime.now(UTC)
     return {"record": "launch", "schema": RAW_SCHEMA, "status": status, **meta,
             # Milliseconds: a round's short launches follow each other within a second.
             "started": when.isoformat(timespec="milliseconds"), **details}

@@ -11,6 +11,7 @@ import json
 import sys
 from datetime import date
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import pandas as pd
@@ -62,7 +63,8 @@ def write_table(table: pd.DataFrame, path, fmt: str) -> Path | None:
     """Writes `table` to `path` as `fmt` (csv, json records, parquet), `-` meaning standard output;
     returns the path written (None for standard output)."""
     to_stdout = str(path) == STDOUT
-    target = sys.stdout if to_stdout else Path(path)
+    file = Path(path)
+    target: TextIO | Path = sys.stdout if to_stdout else file
     if fmt == "csv":
         table.to_csv(target, index=False)
     elif fmt == "json":
@@ -70,7 +72,7 @@ def write_table(table: pd.DataFrame, path, fmt: str) -> Path | None:
         if to_stdout:
             print(text)
         else:
-            target.write_text(text + "\n")
+            file.write_text(text + "\n")
     elif fmt == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -83,4 +85,4 @@ def write_table(table: pd.DataFrame, path, fmt: str) -> Path | None:
     if to_stdout:
         sys.stdout.flush()
         return None
-    return target
+    return file

@@ -73,7 +73,7 @@ def describe_kernel(name: str, kernels_dir: Path = KERNELS_DIR) -> Kernel | None
         return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tool(kernels_dir: Path = KERNELS_DIR) -> Path:
     """The catalogue tool of these kernel sources, built on first use (a few seconds)."""
     build_dir = cache_dir() / "catalogue" / source_hash(kernels_dir)[:16]
@@ -91,7 +91,7 @@ def parse_description(text: str) -> dict[str, Kernel]:
     return {kernel.name: kernel for kernel in kernels}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def catalogue(kernels_dir: Path = KERNELS_DIR) -> dict[str, Kernel]:
     """Every kernel of these sources, {name: Kernel}, in catalogue order."""
     done = subprocess.run([str(tool(kernels_dir)), "--describe"], capture_output=True, text=True)

@@ -253,8 +253,8 @@ def resource_problems(campaign: Campaign, memory: int | None = None, disk: int |
     problems = placement_problems(campaign, cpus)
     for need in needs(campaign, cache_bytes, kernels_dir):
         if need.resource == "memory" and need.bytes > memory:
-            problems.append(f"kernels.{need.entry} on {need.placement}: needs about {format_size(need.bytes)} of memory "
-                            f"({need.how}), {format_size(memory)} available")
+            problems.append(f"kernels.{need.entry} on {need.placement}: needs about {format_size(need.bytes)} "
+                            f"of memory ({need.how}), {format_size(memory)} available")
         elif need.resource == "disk":
             free = available_disk(scratch) if disk is None else disk
             if need.bytes > free:

@@ -34,7 +34,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 from commlens.io.atomic import NEARLY_FULL_BYTES, WriteError, free_bytes
@@ -223,7 +223,8 @@ def _run_launch(installation, binary, kernel_args, scratch: str, placement, meta
     except netem.LinkError as error:
         return record_not_run(output, meta, "failed", f"its emulated links could not be made: {error}")
     env = {**os.environ, **allocation, **plan.env}
-    private = (scratch,)   # the launch's own directories, removed by its supervisor however the launch ends
+    # The launch's own directories, removed by its supervisor however the launch ends.
+    private: tuple[str, ...] = (scratch,)
     if placement.hosts == 1:
         # The launcher's and the ranks' session files in a directory of the launch's own, not /tmp
         # (SESSION_DIRECTORY_PREFIX says why). Virtual nodes have one each (their node-exec sets it);
@@ -242,7 +243,7 @@ def _run_launch(installation, binary, kernel_args, scratch: str, placement, meta
     elif placement.network:
         argv = netem.wrap(shlex.join(argv), placement.network)
     reserve = reserve_record_space(output)   # so that a kernel filling the disk still leaves room for its record
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     t0 = time.monotonic()
     try:
         # The supervisor holds the launch's locks too (held_descriptors): killed outright, this process

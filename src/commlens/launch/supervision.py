@@ -220,7 +220,7 @@ def supervised_command(argv: list[str], grace_s: float, leftovers: tuple[str, ..
 
     helpers = (descendants, kill_all, leftover_files, remove_leftovers, mapped_files, _supervise)
     source = "\n".join(["import glob", "import os", "import signal", "",
-                        *map(inspect.getsource, helpers), "_supervise()", ""])
+                        *(inspect.getsource(helper) for helper in helpers), "_supervise()", ""])
     return [sys.executable, "-I", "-S", "-c", source, str(os.getpid()), str(grace_s), "\n".join(leftovers),
             "\n".join(map(str, private)), *argv]
 

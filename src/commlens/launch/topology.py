@@ -71,12 +71,13 @@ def topology_record(hostnames: list[str] | None = None, allocation_hosts: int = 
             machines = _allocation_machines(allocation_hosts, env)
         else:
             machines = [{"hosts": list(hostnames or [socket.gethostname()]), "physical_host": socket.gethostname(),
-                         "shared": bool(hostnames) and len(hostnames) > 1, "xml_gz_base64": compressed(local_xml())}]
+                         "shared": len(hostnames or []) > 1, "xml_gz_base64": compressed(local_xml())}]
     except FileNotFoundError as error:
         return {"record": RECORD, "status": "unavailable", "reason": str(error)}
     except subprocess.CalledProcessError as error:
         return {"record": RECORD, "status": "failed",
-                "reason": f"{' '.join(map(str, error.cmd))} exited with {error.returncode}: {(error.stderr or '')[-500:]}"}
+                "reason": f"{' '.join(map(str, error.cmd))} exited with {error.returncode}: "
+                          f"{(error.stderr or '')[-500:]}"}
     except (OSError, subprocess.TimeoutExpired, ValueError) as error:
         return {"record": RECORD, "status": "failed", "reason": str(error)}
     found = lstopo()

@@ -74,9 +74,11 @@ def start(netns: str, tap: str, device: str, log: Path, rate_bits: float, delay_
                *(f"{peer}={rate:.0f}:{delay:.9f}:{loss:g}" for peer, rate, delay, loss in paths)]
     with open(log, "a") as errors:   # a file, not a pipe: a pipe nobody reads would stop the link when full
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
-    ready, _, _ = select.select([process.stdout], [], [], READY_S)
-    line = process.stdout.readline() if ready else ""
-    process.stdout.close()   # it says nothing after "ready": no descriptor kept per link
+    output = process.stdout
+    assert output is not None       # stdout=PIPE
+    ready, _, _ = select.select([output], [], [], READY_S)
+    line = output.readline() if ready else ""
+    output.close()   # it says nothing after "ready": no descriptor kept per link
     if line.strip() != "ready":
         process.kill()
         process.wait()

@@ -240,14 +240,18 @@ def judge(step: BisectionStep, reference: dict[tuple, StepCell]) -> BisectionSte
     against the baseline cannot be judged."""
     if step.outcome == FAILED:
         return step
-    cells = []
+    cells, outcomes = [], []
     for cell in step.cells:
         if cell.reference_verdict != reference[cell.key].verdict or cell.reference_ratio is None:
-            cells.append(replace(cell, outcome=UNDECIDED))
-            continue
-        cells.append(replace(cell, outcome=cell_outcome(cell.verdict, cell.ratio_low, cell.ratio_high,
-                                                        cell.reference_ratio)))
-    return replace(step, cells=tuple(cells), outcome=release_outcome([c.outcome for c in cells]))
+            outcome = UNDECIDED
+        elif cell.ratio_low is None or cell.ratio_high is None:
+            # A bound compare left NaN (read as None): no finite interval, which cell_outcome calls undecided.
+            outcome = UNDECIDED
+        else:
+            outcome = cell_outcome(cell.verdict, cell.ratio_low, cell.ratio_high, cell.reference_ratio)
+        cells.append(replace(cell, outcome=outcome))
+        outcomes.append(outcome)
+    return replace(step, cells=tuple(cells), outcome=release_outcome(outcomes))
 
 
 def summarise(conclusion: Conclusion, releases: list[str], candidate_step: BisectionStep) -> str:

@@ -37,6 +37,9 @@ def run_until_decided(campaign: Campaign, workdir: Path, run_workflow: Workflow,
     """Rounds until decided; (exit status, interrupted) of the last workflow run. `run_workflow(targets)`
     runs the campaign's workflow with those targets."""
     until = campaign.until_decided
+    if until is None:
+        raise ValueError(f"run_until_decided: campaign {campaign.name} runs a fixed number of launches, "
+                         f"not launches until decided")
     results = workdir / "results" / campaign.name
     path = results / DECISIONS_FILE
     record = recorded_decisions(results) or {"min": until["min"], "max": until["max"], "rounds": until["min"],
@@ -70,6 +73,10 @@ def _look(campaign: Campaign, workdir: Path, build_dir: Path, rounds: int, until
     for pair in campaign.config["compare"]:
         decision = after_round(ds, pair["baseline"], pair["candidate"], min_rounds=until["min"],
                                max_rounds=until["max"], dim="library")
+        if decision.result is None:     # no look: the launches read hold fewer than launches.min rounds
+            raise RuntimeError(f"launches until decided: the look after round {rounds} found only {decision.reason} "
+                               f"in {campaign.name}'s raw files ({pair['candidate']} against "
+                               f"{pair['baseline']})")
         # Cells either row measured: sizes a kernel's placements never ran are no undecided cells.
         measured = (decision.result["baseline_launches"] > 0) | (decision.result["candidate_launches"] > 0)
         verdicts = decision.verdict.values[measured.transpose(*decision.verdict.dims).values].tolist()

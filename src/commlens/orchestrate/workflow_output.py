@@ -50,7 +50,7 @@ def planned_jobs(plan: str) -> list[tuple[str, dict[str, str]]]:
             continue
         field = JOB_FIELD.match(line)
         if jobs and field and field["key"] == "wildcards":
-            jobs[-1][1].update(part.split("=", 1) for part in field["value"].split(", ") if "=" in part)
+            jobs[-1][1].update(dict(part.split("=", 1) for part in field["value"].split(", ") if "=" in part))
     return jobs
 
 
@@ -76,7 +76,7 @@ class Console:
             print(line, file=sys.stderr, flush=True)
             return
         field = JOB_FIELD.match(line) if self.pending is not None else None
-        if field:
+        if field and self.pending is not None:
             self.pending[field["key"]] = field["value"]
         if self.pending is not None and ((field and field["key"] == "resources") or not line.startswith(" ")):
             self._started(self.pending)

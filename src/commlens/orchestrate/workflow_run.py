@@ -90,8 +90,9 @@ def run_workflow(campaign_file: str, campaign: Campaign, snakemake_args: Sequenc
     if not snakefile.is_file():
         raise FileNotFoundError(f"{snakefile}: no workflow; commlens run runs the workflow of a checkout of the "
                                 "repository (an installed commlens carries no workflow/)")
-    snakemake = Path(sys.executable).parent / "snakemake"
-    if not snakemake.is_file():
+    beside = Path(sys.executable).parent / "snakemake"
+    snakemake: Path | str | None = beside
+    if not beside.is_file():
         snakemake = shutil.which("snakemake")
         if snakemake is None:
             raise FileNotFoundError("snakemake: not installed here (pip install 'commlens[workflow]', or make "
@@ -182,7 +183,7 @@ def _supervise(command: list[str], log: IO[str], console: Console) -> tuple[int,
     process = subprocess.Popen(guarded_workflow(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, bufsize=1, start_new_session=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    interrupted = []
+    interrupted: list[int] = []
 
     def stop_workflow():
         if process.poll() is None:
@@ -200,8 +201,13 @@ def _supervise(command: list[str], log: IO[str], console: Console) -> tuple[int,
     handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.signal(sig, forward) for sig in handled}
     lines: queue.Queue = queue.Queue()
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stdout] + [lines.put(None)],
-                              daemon=True)
+    def read_output() -> None:
+        assert process.stdout is not None       # stdout=PIPE
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=read_output, daemon=True)
     reader.start()
     try:
         while True:

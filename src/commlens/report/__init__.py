@@ -21,7 +21,7 @@ _MODULES = {
     "all_tables": "tables",
 }
 
-__all__ = sorted(_MODULES)
+__all__ = sorted(_MODULES)   # noqa: PLE0605  (sorted() returns a list; ruff takes only a literal for one)
 
 
 def __getattr__(name: str):

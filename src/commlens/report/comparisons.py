@@ -66,7 +66,8 @@ def _has_data(ds: xr.Dataset, library: str) -> bool:
 
 
 def library_row_comparisons(data: ReportData) -> list:
-    items, asked = [], bool(data.config.get("compare"))
+    items: list[Comparison | Skipped] = []
+    asked = bool(data.config.get("compare"))
     for baseline, candidate in comparison_pairs(data):
         name, title = f"compare-{baseline}-{candidate}", f"{candidate} against {baseline}"
         empty = [row for row in (baseline, candidate) if not _has_data(data.ds, row)]
@@ -77,8 +78,13 @@ def library_row_comparisons(data: ReportData) -> list:
         if isinstance(until, dict) and asked:
             # Launches until decided: the verdicts the campaign stopped on, look by look, not one test
             # at the end, which would ignore that the number of rounds was chosen by looking.
-            result = after_round(data.ds, baseline, candidate, min_rounds=until["min"], max_rounds=until["max"],
-                                 dim="library").result
+            decision = after_round(data.ds, baseline, candidate, min_rounds=until["min"], max_rounds=until["max"],
+                                   dim="library")
+            if decision.result is None:     # fewer rounds than the first look needs: nothing was looked at
+                items.append(Skipped(name, title, f"launches until decided: this dataset holds {decision.reason}, "
+                                                  f"too few for a look"))
+                continue
+            result = decision.result
         else:
             result = within(data.ds, baseline, candidate, dim="library")
         items.append(Comparison(name, title, result, f"library rows of this campaign: baseline {baseline}, "

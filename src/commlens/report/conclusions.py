@@ -48,7 +48,8 @@ def library_names(data: ReportData) -> list[str]:
     if "family" not in ds.coords or "library_version" not in ds.coords:
         return list(data.libraries)
     names = []
-    for row, family, version in zip(data.libraries, ds["family"].values.tolist(), ds["library_version"].values.tolist()):
+    for row, family, version in zip(data.libraries, ds["family"].values.tolist(),
+                                    ds["library_version"].values.tolist()):
         try:
             family_name = family_named(str(family)).display_name
         except (KeyError, ValueError):
@@ -125,7 +126,8 @@ def _findings(data: ReportData) -> list[Conclusion]:
             text = (f"{where}: a protocol switch at {format_size(row['size'])}{seen}, the time "
                     f"{'up' if row['magnitude'] > 0 else 'down'} by {row['relative']:.0%} there")
         elif kind == "regime_change":
-            text = f"{where}: a new regime from {format_size(row['size'])}{seen} (its bandwidth {row['relative']:.0%} apart)"
+            text = (f"{where}: a new regime from {format_size(row['size'])}{seen} "
+                    f"(its bandwidth {row['relative']:.0%} apart)")
         elif kind == "packet_steps":
             text = (f"{where}: a step every {row['period']:.0f} B from {format_size(row['size'])}{seen} (packets "
                     f"of that payload; each step {row['relative']:.0%} of a packet's wire time)")

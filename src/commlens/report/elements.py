@@ -3,7 +3,9 @@ figure or table that says what the dataset lacks."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -13,7 +15,7 @@ class Figure:
     name: str          # file stem under figures/
     title: str
     caption: str
-    build: object      # () -> HoloViews object, called once per backend
+    build: Callable[..., Any]   # () -> HoloViews object, called once per backend (its defaults bind a loop's values)
     panels: int = 1    # small multiples: what drawing it costs grows with them
     page: str = ""     # the report page it belongs on (see figures.PAGES); "" the first page
     # The (library, placement, kernel) curves it draws against size, time and bandwidth: every measured

@@ -307,7 +307,8 @@ def finding_marks(data: ReportData, rows: pd.DataFrame) -> list[tuple[float, str
     """Dashed lines where the findings of the curves in `rows` are, coloured by kind (FINDING_COLOURS)."""
     curves = set(zip(rows["library"], rows["placement"], rows["kernel"]))
     found = data.findings[[curve in curves for curve in zip(data.findings["library"], data.findings["placement"],
-                                                             data.findings["kernel"])]] if len(data.findings) else []
+                                                             data.findings["kernel"])]] if len(data.findings) \
+        else data.findings
     if not len(found):
         return []
     found = found[found["kind"].isin(MARKED)]

@@ -59,7 +59,8 @@ def _row(finding: pd.Series, note: str) -> dict:
     shown = finding.get("launches"), finding.get("of_launches")
     own = str(finding.get("note") or "")
     return {"library": finding["library"], "placement": finding["placement"], "kernel": finding["kernel"],
-            "finding": str(finding["kind"]).replace("_", " "), "at": "" if modes else format_exact_size(finding["size"]),
+            "finding": str(finding["kind"]).replace("_", " "),
+            "at": "" if modes else format_exact_size(finding["size"]),
             "between": between, "change (us)": "" if modes else format_us(finding["magnitude"]),
             "size": f"{finding['relative']:.0%}" if _finite(finding.get("relative")) and not modes else "",
             "score": format_number(finding["score"], 3),
@@ -118,8 +119,8 @@ def cache_notes(findings: pd.DataFrame, data: ReportData) -> dict:
             continue
         off_node = curves[(curves["kernel"] == switch["kernel"]) & curves["placement"].map(
             lambda p: nodes.get(p, 1) > 1)]
-        elsewhere = switches[(switches["kernel"] == switch["kernel"]) & switches["placement"].isin(off_node["placement"])
-                             & _overlaps(switches, switch)]
+        elsewhere = switches[(switches["kernel"] == switch["kernel"])
+                             & switches["placement"].isin(off_node["placement"]) & _overlaps(switches, switch)]
         if len(elsewhere):
             continue
         where = ("no off-node curve of the kernel shows it" if len(off_node) else "nothing was measured off-node")

@@ -233,8 +233,8 @@ def _warnings(ds) -> list[str]:
             worst = np.unravel_index(np.nanargmax(apart), apart.shape)
             where = _where(ds, worst + (0,)).rsplit(", launch", 1)[0]
             found.append(f"launches disagree: at {int(far.sum())} of {int(several.sum())} points the launches' "
-                            f"medians are {LAUNCHES_APART:g}x apart or more (at most {format_number(apart[worst], 3)}x: "
-                            f"{where})")
+                            f"medians are {LAUNCHES_APART:g}x apart or more "
+                            f"(at most {format_number(apart[worst], 3)}x: {where})")
     if "settled" in ds and _measured(ds).any():
         share = (ds["settled"].values.astype(bool) & _measured(ds)).sum() / max(int(_measured(ds).sum()), 1)
         if share < FEW_SETTLED:
@@ -259,7 +259,7 @@ def _no_data_rows(ds) -> pd.DataFrame:
     if "library_status" in ds.coords:      # a library whose environment or build failed says why once
         failed = {str(k): (str(s), str(r)) for k, s, r in zip(ds["library"].values, ds["library_status"].values,
                                                              ds["library_reason"].values) if s != "ok"}
-        for library, (status, reason) in failed.items():
+        for library, (_status, reason) in failed.items():
             mine = table["library"] == library
             table.loc[mine & (table["reason"] == ""), "reason"] = reason
     grouped = table.groupby(["library", "placement", "kernel", "status", "reason"], sort=False).size()

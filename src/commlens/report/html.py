@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import html
 import json
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import datetime, UTC
 
 import holoviews as hv
 import xarray as xr
@@ -67,7 +68,7 @@ def _glance_html(glance: Glance | None) -> str:
     return "".join(parts)
 
 
-def _conclusions_html(found: list[Conclusion]) -> str:
+def _conclusions_html(found: Sequence[Conclusion]) -> str:
     """The report's opening: what it found, a sentence each, each linked to what it rests on."""
     if not found:
         return ""
@@ -76,7 +77,7 @@ def _conclusions_html(found: list[Conclusion]) -> str:
     return f"<h2 id='conclusions'>Conclusions</h2><ul class='conclusions'>{items}</ul>"
 
 
-def _sanity_html(found: list[Conclusion]) -> str:
+def _sanity_html(found: Sequence[Conclusion]) -> str:
     """The checks the conclusions point to, each as a flag, under one anchor."""
     checks = [c.text for c in found if c.evidence == "sanity"]
     if not checks:
@@ -150,23 +151,23 @@ def figure_divs(figures: list[Figure], interactive: set[str] | None = None,
     # would pull in one that loads a module shim from a relative URL, an error offline.
     bundle = bundle_for_objs_and_resources(models, INLINE) if models else None
     resources = (bundle.scripts() + "".join(f"<style>{css}</style>" for css in bundle.css_raw)) if bundle else ""
-    divs = dict(zip((figure.name for figure in live), divs))
+    by_name = dict(zip((figure.name for figure in live), divs))
     for figure in figures:
-        if figure.name not in divs:
+        if figure.name not in by_name:
             why = (f"{figure.panels} panels, more than {MAX_PANELS} in one interactive figure"
                    if figure.panels > MAX_PANELS else
                    f"the report's interactive figures are spent (at most {report_pages.MAX_INTERACTIVE_PANELS} panels)")
-            divs[figure.name] = (f"<img class='static' alt='{html.escape(figure.title)}' src='{image(figure.name)}'>"
-                                 f"<p class='caption'>Drawn static: {why}; notebooks/01-explore.ipynb draws any "
-                                 "curve interactively.</p>")
-    return resources, script, divs
+            by_name[figure.name] = (f"<img class='static' alt='{html.escape(figure.title)}' src='{image(figure.name)}'>"
+                                    f"<p class='caption'>Drawn static: {why}; notebooks/01-explore.ipynb draws any "
+                                    "curve interactively.</p>")
+    return resources, script, by_name
 
 
 def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], tables: list[Table],
-                provenance: list[Table], title: str, comparisons: list[ComparisonSection] = (),
-                comparisons_skipped: list[Skipped] = (), interactive: set[str] | None = None, image=None,
-                pages: list[tuple[str, str, int]] = (), glance: Glance | None = None,
-                found: list[Conclusion] = ()) -> str:
+                provenance: list[Table], title: str, comparisons: Sequence[ComparisonSection] = (),
+                comparisons_skipped: Sequence[Skipped] = (), interactive: set[str] | None = None, image=None,
+                pages: Sequence[tuple[str, str, int]] = (), glance: Glance | None = None,
+                found: Sequence[Conclusion] = ()) -> str:
     """The report's first page: its conclusions (`found`, commlens.report.conclusions), then the headline
     numbers (`glance`), the figures, the comparisons and the tables; how it was measured (Methods) and
     Provenance last, as a technical report's appendix. `pages`: (title, file, figures) of the figure pages
@@ -205,7 +206,7 @@ def render_html(ds: xr.Dataset, figures: list[Figure], skipped: list[Skipped], t
 </head><body>
 <h1>{html.escape(title)}</h1>
 <p class='caption'>{html.escape(config_description(ds))}
-Report written {datetime.now(timezone.utc).isoformat(timespec="seconds")} from the dataset alone.</p>
+Report written {datetime.now(UTC).isoformat(timespec="seconds")} from the dataset alone.</p>
 {_conclusions_html(found)}
 {flags}
 {_sanity_html(found)}

@@ -72,7 +72,8 @@ def run_report_notebook(dataset, output_dir=None, notebook: Path = NOTEBOOK, bas
             # The kernel's WriteError reaches us as papermill's error, its message as `evalue`; the file is
             # named by the place it was to take.
             failure = (WriteError(str(error.evalue).splitlines()[0], executed, errno.ENOSPC)
-                       if hasattr(error, "evalue") else write_failure(error, getattr(error, "filename", None) or executed))
+                       if hasattr(error, "evalue")
+                       else write_failure(error, getattr(error, "filename", None) or executed))
             previous = sum(max(_size(output_dir / name), _size(held_name(output_dir / name)))
                            for name in REPORT_NAMES)
             need = (f"it needs about {format_size(previous)}, the size of the previous report" if previous

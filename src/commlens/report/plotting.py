@@ -43,7 +43,8 @@ def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=()
     for mark in vlines:
         x, colour = mark[0], mark[1]
         line = hv.VLine(float(x))
-        layers.append(line.opts(color=colour, line_dash="dashed") if bokeh else line.opts(color=colour, linestyle="dashed"))
+        layers.append(line.opts(color=colour, line_dash="dashed") if bokeh
+                      else line.opts(color=colour, linestyle="dashed"))
     overlay = hv.Overlay(layers).opts(title=title, xlabel="size", ylabel=label, logx=True, logy=True,
                                       **_size_tick_options(frame["size"]), **_size_options())
     return overlay.opts(legend_opts={"click_policy": "hide"}) if bokeh else overlay
@@ -104,7 +105,7 @@ def _small_multiples(frame: pd.DataFrame, panel: str, by: str, title: str, bandw
     forty kernel variants of a placement read as forty comparable panels rather than 200 tangled lines."""
     bokeh = hv.Store.current_backend == "bokeh"
     size = {"width": 280, "height": 210} if bokeh else {"fig_inches": (3.2, 2.4)}
-    panels = []
+    panels: list[hv.Overlay] = []
     for name, rows in frame.groupby(panel, sort=True):
         overlay = _curves(rows, by, str(name), bandwidth, ylabel=ylabel, points=False)   # lines: panels are small
         panels.append(overlay.opts(show_legend=len(panels) == 0, fontsize={"title": 9}, **size))

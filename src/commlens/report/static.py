@@ -9,6 +9,8 @@ NoDirectDrawing, and static_copies.save_static falls back to HoloViews' renderer
 
 from __future__ import annotations
 
+from typing import Any
+
 import holoviews as hv
 import matplotlib
 
@@ -51,7 +53,7 @@ def draw(obj) -> plt.Figure:
     return figure
 
 
-def _layers(panel) -> list[tuple[str, object]]:
+def _layers(panel) -> list[tuple[str, Any]]:
     """(label, element) of every layer, NdOverlays (hvPlot's `by=`) opened into their members."""
     members = list(panel) if isinstance(panel, hv.Overlay) else [panel]
     layers = []

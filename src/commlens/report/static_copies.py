@@ -23,7 +23,8 @@ class StaticDrawing:
     Where fork is not available (or a single core), the figures are drawn in files(), in turn."""
 
     def __init__(self, figures: list[Figure], directory: Path):
-        self.figures, self.directory, self.pool, self.pending, self.drawn = figures, directory, None, None, None
+        self.figures, self.directory, self.pool, self.pending = figures, directory, None, None
+        self.drawn: list[list[str]] | None = None
 
     def __enter__(self):
         import multiprocessing

@@ -121,12 +121,12 @@ def regime_columns(cell: xr.Dataset) -> dict:
 
 
 def _with_interval(value: xr.DataArray, interval: xr.DataArray) -> str:
-    value, (low, high) = float(value), interval.values.astype(float)
-    if not np.isfinite(value):
+    number, (low, high) = float(value), interval.values.astype(float)
+    if not np.isfinite(number):
         return "n/a"
     if np.isfinite(low) and np.isfinite(high):
-        return format_measured(value, low, high)
-    return format_number(value)
+        return format_measured(number, low, high)
+    return format_number(number)
 
 
 def halo_speedup_table(data: ReportData) -> Table | Skipped:

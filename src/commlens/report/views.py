@@ -27,7 +27,8 @@ def curve_table(data: ReportData, library: str, placement: str, kernel: str) -> 
         **{f"{name} (us)": curve[f"{column}_s"].map(format_us) for name, column in
            (("mean", "mean"), ("P90", "p90"), ("P99", "p99"))},
         "bandwidth (MB/s) [95%]": [format_measured(b / MB, lo / MB, hi / MB) for b, lo, hi in
-                                   zip(curve["bandwidth_Bps"], curve["bandwidth_low_Bps"], curve["bandwidth_high_Bps"])],
+                                   zip(curve["bandwidth_Bps"], curve["bandwidth_low_Bps"],
+                                       curve["bandwidth_high_Bps"])],
         "launches": curve["launches"].astype(int),
         "samples": [int(counts.sel(size=size)) for size in curve["size"]],
     }).reset_index(drop=True)

@@ -140,8 +140,9 @@ def detect_launches(sizes, times, threshold: float = 6.0, counts=None, positions
     period), and those at least AGREEING of the launches show at the full threshold that the pooled curve
     does not, whichever way they go in each (a switch up in one launch and down in another, as a launch in
     a slow mode shows it, is one switch: `note` says both directions; its size the one most launches put
-    it at, its magnitude and score their medians). `launches` says how many showed it of `of_launches`. Launches in two modes are a finding of their own (launch_modes: `magnitude` the factor,
-    `note` which launches). With one launch, the findings of that launch at ONE_LAUNCH_STRICTER times the
+    it at, its magnitude and score their medians). `launches` says how many showed it of `of_launches`.
+    Launches in two modes are a finding of their own (launch_modes: `magnitude` the factor, `note` which
+    launches). With one launch, the findings of that launch at ONE_LAUNCH_STRICTER times the
     threshold (`note`: one launch). Times without a launch axis go to `detect` as they are."""
     times = np.asarray(times, dtype=float)
     if times.ndim != 3:

@@ -17,6 +17,9 @@ curve reduced to its per-size medians), lines (weighted and relative-error lines
 (resampled medians) and segmentation (segmented least squares). FITS names every fit.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from commlens.analysis.models.curves import MEDIAN_EFFICIENCY, Curve, quiet_nanmedian, reduce_curve, robust_sd
 from commlens.analysis.models.hockney import HockneyFit, fit_hockney
 from commlens.analysis.models.lines import line_design, runs_design, weighted_line
@@ -26,7 +29,8 @@ from commlens.analysis.models.piecewise import PiecewiseFit, Segment, fit_piecew
 from commlens.analysis.models.regimes import MISFIT_FRACTION, NOISE_Z, RegimeFit, fit_regimes, median_noise
 from commlens.analysis.models.segmentation import Segmentation, predict_segments, segment_curve, segment_lines
 
-FITS = {"hockney": fit_hockney, "piecewise": fit_piecewise, "packet": fit_packet, "regimes": fit_regimes}
+FITS: dict[str, Callable[..., Any]] = {"hockney": fit_hockney, "piecewise": fit_piecewise, "packet": fit_packet,
+                                       "regimes": fit_regimes}
 
 __all__ = [
     "FITS", "fit_hockney", "fit_piecewise", "fit_packet", "fit_regimes",

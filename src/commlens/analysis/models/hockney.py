@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Any
+
 import numpy as np
 from scipy import stats
 
@@ -41,7 +43,7 @@ class HockneyFit:
         scalars = ("latency_s", "bandwidth_Bps", "n_half_bytes", "max_rel_residual",
                    "median_rel_residual", "n_sizes")
         intervals = ("latency_interval_s", "bandwidth_interval_Bps", "n_half_interval_bytes")
-        out = {name: ((), getattr(self, name)) for name in scalars}
+        out: dict[str, tuple[tuple[str, ...], Any]] = {name: ((), getattr(self, name)) for name in scalars}
         out.update({name: (("bound",), np.array(getattr(self, name))) for name in intervals})
         return out
 
@@ -79,7 +81,8 @@ def fit_hockney_to_curve(curve: Curve, confidence: float, n_boot: int, seed: int
     a, b = float(a[0]), float(b[0])
 
     rng = np.random.default_rng(seed)
-    launches = np.flatnonzero(np.isfinite(curve.launch_median_s).sum(axis=0) >= 3) if curve.n_launches > 1 else []
+    launches: np.ndarray | list[int] = (np.flatnonzero(np.isfinite(curve.launch_median_s).sum(axis=0) >= 3)
+                                        if curve.n_launches > 1 else [])
     if len(launches) >= 2:
         a_each, b_each = relative_line(x, curve.launch_median_s[:, launches].T)
         max_rel, median_rel = relative_residuals(y, a + b * x)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Any
+
 import numpy as np
 
 from commlens.analysis.constants import MAD_TO_SD, MEDIAN_EFFICIENCY
@@ -54,7 +56,7 @@ class PacketFit:
     def variables(self) -> dict:
         scalars = ("latency_s", "bandwidth_Bps", "payload_bytes", "header_bytes", "overhead_bytes", "step_s",
                    "max_rel_residual", "median_rel_residual", "n_sizes")
-        out = {name: ((), getattr(self, name)) for name in scalars}
+        out: dict[str, tuple[tuple[str, ...], Any]] = {name: ((), getattr(self, name)) for name in scalars}
         out["payload_interval_bytes"] = (("bound",), np.array(self.payload_interval_bytes))
         return out
 
@@ -159,7 +161,8 @@ def smallest_header(sizes, payload: int, header: int, other_payload: int) -> int
     return int(max(0, first + shift))
 
 
-def best_packets(x, y, w, baseline=None, max_candidates: int = 2000, max_pairs: int = 8000):
+def best_packets(x, y, w, baseline=None, max_candidates: int = 2000,
+                 max_pairs: int = 8000) -> tuple[int, int] | None:
     """(payload, header) of the packet model with the smallest weighted RSS over `baseline`.
 
     A grid of payloads, each with the header at 0, 1/4, 1/2 and 3/4 of it (the
@@ -190,9 +193,10 @@ def best_packets(x, y, w, baseline=None, max_candidates: int = 2000, max_pairs: 
     span = header_step
     while True:
         fine_step = max(1, span // 16)
-        payloads, headers = np.meshgrid(np.arange(max(1, payload - 3), payload + 4),
-                                        np.arange(header - span, header + span + 1, fine_step))
-        payload, header = _best_pair(x, y, w, payloads.ravel(), headers.ravel() % payloads.ravel(), baseline)
+        near_payloads, near_headers = np.meshgrid(np.arange(max(1, payload - 3), payload + 4),
+                                                  np.arange(header - span, header + span + 1, fine_step))
+        payload, header = _best_pair(x, y, w, near_payloads.ravel(), near_headers.ravel() % near_payloads.ravel(),
+                                     baseline)
         if fine_step == 1:
             return payload, header
         span = fine_step

@@ -82,7 +82,8 @@ def find_groups(times, nodes=None, *, confidence: float = 0.95, min_effect: floa
                           for r in range(repetitions)])
     # Both directions of a pair together (the mean of those measured), per repetition: (R, n, n).
     both = quiet_nanmean(np.stack([residuals, residuals.transpose(0, 2, 1)]), axis=0)
-    groups, rows = [], []
+    groups: list[list[int]] = []
+    rows = []
 
     def one_group(branch) -> bool:
         """Whether the nodes under `branch` are one group; the largest groups below it are kept in `groups`

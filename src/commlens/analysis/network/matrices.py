@@ -20,7 +20,8 @@ def node_pair_times(ds: xr.Dataset, library: str, placement: str, kernel: str, s
     if "pair_time" not in ds:
         raise ValueError("this dataset has no pair times: no kernel of it timed every pair (allpairs.*)")
     if kernel not in ds["pair_kernel"].values:
-        raise ValueError(f"kernel {kernel!r} timed no pairs here; these did: {', '.join(map(str, ds['pair_kernel'].values))}")
+        raise ValueError(f"kernel {kernel!r} timed no pairs here; these did: "
+                         f"{', '.join(map(str, ds['pair_kernel'].values))}")
     if "pairs" not in kernel_tags(ds).get(kernel, ()):
         raise ValueError(f"kernel {kernel!r} times some pairs of ranks, not every pair: its pair times are "
                          f"ds['pair_time'].sel(pair_kernel={kernel!r})")

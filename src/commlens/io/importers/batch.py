@@ -24,7 +24,7 @@ class Refusal:
 
 
 def read_batch(paths, suite: str, nprocs: int, partial: bool = False,
-               osu_sizes: tuple[int, int] | None = None) -> tuple[list[Measurement], list[Refusal]]:
+               osu_sizes: tuple[int, int | None] | None = None) -> tuple[list[Measurement], list[Refusal]]:
     """The measurements of every file that can be imported as run on `nprocs` ranks, and a refusal
     (file and reason) for each that cannot."""
     if suite not in SUITES:

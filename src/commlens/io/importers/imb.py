@@ -80,7 +80,8 @@ def read_imb(path, nprocs: int, partial: bool = False) -> list[Measurement]:
     checked as they come, the others' are passed over."""
     source = InputFile(path)
     path = source.path
-    banner, first, header, blocks, finished = None, "", _Header(), [], False
+    blocks: list[dict] = []
+    banner, first, header, finished = None, "", _Header(), False
     for number, line in source.lines():
         text = line.strip()
         if banner is None and (banner := BANNER.search(line)) is None:
@@ -117,7 +118,7 @@ def read_imb(path, nprocs: int, partial: bool = False) -> list[Measurement]:
                   "ranks_stated": nprocs}
     taken, not_imported = [], []
     for block in blocks:
-        name, processes, world = block["name"], block["processes"], block["processes"] + block["idle"]
+        name, processes = block["name"], block["processes"]
         where = f"{name} on {processes} processes"
         if block["multi"]:
             not_imported.append(f"Multi-{where} (multi mode)")
@@ -237,7 +238,7 @@ def _measurement(path: Path, block: dict, provenance: dict, nprocs: int, header:
     kernel, meaning = BENCHMARKS[name]
     _check_columns(path, block)            # a table whose columns line never came
     rows, failed = [], []
-    for index, (number, fields, values) in enumerate(block["rows"]):
+    for index, (_number, fields, values) in enumerate(block["rows"]):
         if cut and index == len(block["rows"]) - 1 and len(fields) < len(columns):
             break
         if values is None:

@@ -67,7 +67,9 @@ DIFFERS = {"pingpong.irecv": "commlens's pingpong.irecv posts each MPI_Irecv whe
 def read_netpipe(paths: list[Path], nprocs: int, partial: bool = False) -> tuple[list[Measurement], list]:
     """The runs of the -o files and consoles among `paths` on `nprocs` ranks: a Measurement per pair
     of a -o file and its console, an ImportFileError for every file that cannot be imported."""
-    consoles, tables, refused = {}, {}, []
+    consoles: dict[Path, dict] = {}
+    tables: dict[Path, dict] = {}
+    refused = []
     for path in paths:
         try:
             kind, content = _read(path)

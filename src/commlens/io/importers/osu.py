@@ -125,15 +125,18 @@ def known() -> str:
     return ", ".join(b.program for b in BENCHMARKS.values())
 
 
-def read_osu(path, nprocs: int, sizes: tuple[int, int] | None = None, partial: bool = False) -> list[Measurement]:
+def read_osu(path, nprocs: int, sizes: tuple[int, int | None] | None = None,
+             partial: bool = False) -> list[Measurement]:
     """The tables of one OSU output file run on `nprocs` ranks (a table per datatype). `sizes` is the
-    -m MIN:MAX the run was given (default: the benchmark's own); a table that stops short of it is
-    refused unless `partial`, when it is imported marked partial. The file is read a line at a time,
+    -m MIN:MAX the run was given (default, or MAX None: the benchmark's own); a table that stops short
+    of it is refused unless `partial`, when it is imported marked partial. The file is read a line at a time,
     each row checked as it comes: a file that is no OSU output is refused at its first row."""
     source = InputFile(path)
     path = source.path
     title_line, title, bench, first = None, None, None, ""
-    stated, tables, datatype = {}, [], "unknown (not printed)"
+    stated: dict[str, int | str] = {}
+    tables: list[_Table] = []
+    datatype = "unknown (not printed)"
     for number, line in source.lines():
         text = line.strip()
         if match := TITLE.search(text):
@@ -141,7 +144,7 @@ def read_osu(path, nprocs: int, sizes: tuple[int, int] | None = None, partial: b
                 raise ImportFileError(path, f"holds more than one OSU output (titles at lines {title_line} and "
                                             f"{number}); give each run its own file", number)
             title_line, title, bench = number, match, _benchmark(path, match, number, nprocs)
-        elif title is None:
+        elif bench is None:        # no title yet (read with it)
             if starts_row(text):          # refused here, not after reading a file of numbers to its end
                 raise ImportFileError(path, f"not an OSU Micro-Benchmarks output: no '# OSU ... Test' title line "
                                             f"before its first row of numbers (line {number}: {text[:120]!r}); "
@@ -161,7 +164,7 @@ def read_osu(path, nprocs: int, sizes: tuple[int, int] | None = None, partial: b
                     raise ImportFileError(path, "a row of numbers before any column header ('# Size ...'): OSU "
                                                 "prints its header before its rows", number)
                 tables[-1].add(source, number, text.split(), bench)
-    if title is None:
+    if title is None or bench is None:
         raise ImportFileError(path, f"not an OSU Micro-Benchmarks output: no '# OSU ... Test' title line "
                                     f"(first line: {first[:120]!r}); known benchmarks: {known()}")
     if not tables:

@@ -53,7 +53,7 @@ def launcher_named(name: str) -> Launcher:
 
 def describe(library: dict) -> str:
     """"MPICH 3.4.3" or "Open MPI 4.1.8": a library.json record's family and version, for messages."""
-    family = FAMILIES.get(library.get("family"))
+    family = FAMILIES.get(library.get("family", ""))
     return family.describe(library) if family else f"{library.get('family')} {library.get('version', '')}".strip()
 
 

@@ -65,8 +65,9 @@ class MPIFamily:
     def cvar_of_environment(self, variable: str) -> str | None:
         """The MPI_T name of the control variable an environment variable sets (Open MPI's OMPI_MCA_x sets
         cvar x), None where it sets none."""
-        if self.control_prefix and variable.startswith(self.control_prefix) and len(variable) > len(self.control_prefix):
-            return variable[len(self.control_prefix):]
+        prefix = self.control_prefix
+        if prefix and variable.startswith(prefix) and len(variable) > len(prefix):
+            return variable[len(prefix):]
         return None
 
     def parse_device(self, output: str) -> str:

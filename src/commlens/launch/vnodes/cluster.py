@@ -76,10 +76,11 @@ class VirtualCluster:
     def paths_of(self, index: int) -> list[tuple[str, dict]]:
         """The planted faults on paths from node `index` (`link: [a, b]`): (the other node's address, what
         the frames node `index` sends it get in place of its link's: its link with the fault's rate, delay, loss)."""
-        if self.network is None:
+        link = self.link_of(index)
+        if link is None:    # no network: no links, and no paths
             return []
         return [(self.nodes[fault["link"][1] if fault["link"][0] == index else fault["link"][0]].address,
-                 {**self.link_of(index), **_settings(fault)})
+                 {**link, **_settings(fault)})
                 for fault in self.faults or [] if index in fault.get("link", ())]
 
     @property
@@ -117,6 +118,7 @@ class VirtualCluster:
         return f"{self.name}h{index}"
 
     def cgroup(self, node: VirtualNode) -> Path:
+        assert self.cpuset_root is not None     # lifecycle.create makes nodes only where cpusets are
         return self.cpuset_root / self.name / node.hostname
 
     def command_on(self, hostname: str, argv: list[str]) -> list[str]:

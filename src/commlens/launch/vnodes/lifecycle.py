@@ -70,7 +70,7 @@ def owner_of(name: str) -> int | None:
 def existing_clusters() -> set[str]:
     """Names of the clusters that have anything left on this host: a run directory, a namespace,
     a link in this network namespace or a cgroup."""
-    found = set()
+    found: set[str] = set()
     if RUN_ROOT.is_dir():
         found.update(entry.name for entry in RUN_ROOT.iterdir())
     found.update(line.split()[0] for line in _run(["ip", "netns", "list"], check=False).stdout.splitlines()
@@ -127,10 +127,12 @@ def create(cluster: VirtualCluster) -> None:
 
 
 def _make_cpusets(cluster: VirtualCluster) -> None:
-    parent = cluster.cpuset_root / cluster.name
+    root = cluster.cpuset_root
+    assert root is not None     # create() refused a host without cpusets (unavailable_reason)
+    parent = root / cluster.name
     parent.mkdir()
-    v1 = not (cluster.cpuset_root / "cgroup.controllers").exists()
-    mems = (cluster.cpuset_root / "cpuset.mems").read_text().strip() if v1 else ""
+    v1 = not (root / "cgroup.controllers").exists()
+    mems = (root / "cpuset.mems").read_text().strip() if v1 else ""
     if v1:   # a v1 cpuset takes no task until its CPUs and memory nodes are set, the parent's first
         (parent / "cpuset.cpus").write_text(_cpu_list(c for node in cluster.nodes for c in node.cpus))
         (parent / "cpuset.mems").write_text(mems)
@@ -156,7 +158,7 @@ def _make_network(cluster: VirtualCluster) -> None:
     _add_bridge(cluster.bridge, mtu)
     if cluster.host_address:
         _run(["ip", "addr", "add", f"{cluster.host_address}/24", "dev", cluster.bridge])
-    if cluster.switch:
+    if switch_qdisc is not None:     # the cluster has a switch
         _run(["ip", "link", "add", cluster.switch_device, "type", "ifb"])
         _run(["ip", "link", "set", cluster.switch_device, "mtu", mtu, "up"])
         _run(["tc", "qdisc", "add", "dev", cluster.switch_device, "root", *switch_qdisc])
@@ -164,6 +166,7 @@ def _make_network(cluster: VirtualCluster) -> None:
         _add_leaf(cluster, leaf, mtu)
     for index, node in enumerate(cluster.nodes):
         netns, link = cluster.netns(node), cluster.host_link(index)
+        network = cluster.link_of(index)    # None where the cluster has no network, and then no shaper
         _run(["ip", "netns", "add", netns])
         if shaper == "wire":
             _run(["ip", "netns", "add", netns + LINK_NETNS])
@@ -176,11 +179,12 @@ def _make_network(cluster: VirtualCluster) -> None:
         _run(["ip", "link", "set", link, "master", cluster.bridge_of(index), "mtu", mtu, "up"])
         _run(["ip", "-n", netns, "link", "set", "lo", "up"])
         _run(["ip", "-n", netns, "link", "set", "eth0", "mtu", mtu, "up"])
-        if shaper == "wire":   # the node's bursts to its link no longer than the wire may pass whole
-            segments = wire.burst_segments(netem.rate_bits_per_s(cluster.link_of(index)["rate"]), int(mtu))
+        if shaper == "wire" and network is not None:   # its bursts no longer than the wire may pass whole
+            segments = wire.burst_segments(netem.rate_bits_per_s(network["rate"]), int(mtu))
             _run(["ip", "-n", netns, "link", "set", "eth0", "gso_max_segs", str(segments)])
         _run(["ip", "-n", netns, "addr", "add", f"{node.address}/24", "dev", "eth0"])
-        link_qdisc = netem.link_arguments(cluster.link_of(index), shaper) if queueing else None
+        link_qdisc = (netem.link_arguments(network, shaper)
+                      if queueing and network is not None and shaper is not None else None)
         if link_qdisc:   # the link's one shaper, in the node, for what it sends and receives
             _run(["ip", "-n", netns, "link", "add", LINK_SHAPER, "type", "ifb"])
             _run(["ip", "-n", netns, "link", "set", LINK_SHAPER, "mtu", mtu, "up"])
@@ -201,12 +205,14 @@ def _add_bridge(name: str, mtu: str) -> None:
 def _add_leaf(cluster: VirtualCluster, leaf: int, mtu: str) -> None:
     """A leaf switch (a bridge of its own) and its uplink to the spine (the cluster's bridge): a veth pair
     whose two ends each send at the uplink's rate, the leaf's traffic out and the spine's in."""
+    topology = cluster.topology
+    assert topology is not None     # leaves come with a topology
     _add_bridge(cluster.leaf_bridge(leaf), mtu)
     on_leaf, on_spine = cluster.uplink_ends(leaf)
     _run(["ip", "link", "add", on_leaf, "type", "veth", "peer", "name", on_spine])
     for end, bridge in ((on_leaf, cluster.leaf_bridge(leaf)), (on_spine, cluster.bridge)):
         _run(["ip", "link", "set", end, "master", bridge, "mtu", mtu, "up"])
-        _run(["tc", "qdisc", "add", "dev", end, "root", *netem.switch_arguments(cluster.topology["uplink"], int(mtu))])
+        _run(["tc", "qdisc", "add", "dev", end, "root", *netem.switch_arguments(topology["uplink"], int(mtu))])
 
 
 def _start_wire(cluster: VirtualCluster, node, index: int) -> None:
@@ -214,6 +220,7 @@ def _start_wire(cluster: VirtualCluster, node, index: int) -> None:
     on the node's CPUs (as a network card's interrupts are handled on its host's; left free to move, it
     changed cores during a sweep and each core's wake-up cost differed: 9 us steps between sizes)."""
     network = cluster.link_of(index)
+    assert network is not None      # a wire process is started only for a network
     try:
         process = wire.start(cluster.netns(node) + LINK_NETNS, "eth0", UPLINK,
                              cluster.directory / f"{node.hostname}.wire.log", *_carriage(network), seed=index + 1,

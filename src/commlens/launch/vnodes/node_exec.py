@@ -17,6 +17,7 @@ from commlens.launch.vnodes.cluster import VirtualCluster, _run, cpuset_root
 def node_exec_script(cluster: VirtualCluster) -> str:
     """The cluster's remote shell, as ssh is called: [options] HOST COMMAND... The command words
     are joined by spaces and run by sh, as ssh's remote shell runs them."""
+    assert cluster.cpuset_root is not None      # lifecycle.create makes nodes only where cpusets are
     # Each node's own temporary directory, whatever the caller's was (prterun's, when it starts a daemon).
     cases = "\n".join(f"  {node.hostname}|{node.address}) node={node.hostname}; "
                       f"tmp={shlex.quote(str(cluster.temporary_directory(node)))} ;;" for node in cluster.nodes)
@@ -51,7 +52,7 @@ exec nsenter --net=/run/netns/{cluster.name}-$node unshare --uts --ipc --mount -
 
 def processes_on(name: str) -> set[int]:
     """Processes still on the cluster's nodes: in their network namespaces or cgroups."""
-    pids = set()
+    pids: set[int] = set()
     for line in _run(["ip", "netns", "list"], check=False).stdout.splitlines():
         netns = line.split()[0] if line.strip() else ""
         if netns.startswith(name + "-"):

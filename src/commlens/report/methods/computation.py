@@ -17,8 +17,8 @@ def standing_cost_words(facts: _Facts) -> str:
     if "kernel_info" not in facts.ds:
         return ""
     infos = facts.ds["kernel_info"].transpose("library", "placement", "kernel", "launch")
-    gave_data = (facts.measured.any("size") if "size" in facts.measured.dims else facts.measured)
-    gave_data = gave_data.transpose(*infos.dims).values
+    gave = (facts.measured.any("size") if "size" in facts.measured.dims else facts.measured)
+    gave_data = gave.transpose(*infos.dims).values
     kept: dict[str, list[float]] = {}
     for index, info in np.ndenumerate(infos.values):
         rates = json.loads(info) if info and gave_data[index] else {}

@@ -34,7 +34,8 @@ def placements_section(facts: _Facts):
                "faults", "topology")}
     # Each pair's relation in hwloc's terms, a flag where two ranks shared a core (commlens.analysis.topology).
     coords["where_ranks_ran"] = placement_lines(ds)
-    items = [f"{placement}: {'; '.join(_placement(facts, placement, {k: v.get(placement) for k, v in coords.items()}))}."
+    items = [f"{placement}: "
+             f"{'; '.join(_placement(facts, placement, {k: v.get(placement) for k, v in coords.items()}))}."
              for placement in (str(p) for p in ds["placement"].values)]
     # A placement no launch of which gave data recorded nothing of how it ran.
     emulated = {p: coords["emulation"].get(p) or "" for p, e in coords["emulated"].items()

@@ -8,7 +8,7 @@ import inspect
 import json
 from collections import Counter
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 import xarray as xr
@@ -72,7 +72,7 @@ def _harness_note(facts: _Facts) -> str:
 
 def _kernels(facts: _Facts) -> Section:
     ds = facts.ds
-    iterations = ds["iters_per_sample"].where(facts.measured) if "iters_per_sample" in ds else []
+    iterations = ds["iters_per_sample"].where(facts.measured).values if "iters_per_sample" in ds else np.array([])
     paragraphs = [
         _harness_note(facts),
         "One sample is the time rank 0 measured for a batch of iterations that all ranks started together "
@@ -150,7 +150,8 @@ def _calibration_targets(facts: _Facts, asked: dict[str, float | None]) -> np.nd
         return np.array([])
     floor = xr.DataArray([np.nan if asked[k] is None else asked[k] for k in facts.kernels], dims="kernel",
                          coords={"kernel": ds["kernel"]})
-    target = np.fmax(floor, np.fmax(100 * ds["timer_resolution_s"], 100 * ds["harness_overhead_s"]))
+    target = cast(xr.DataArray, np.fmax(floor, np.fmax(100 * ds["timer_resolution_s"],   # a DataArray's fmax
+                                                       100 * ds["harness_overhead_s"])))
     return target.where(ds["status"] == "ok").values.ravel()
 
 
@@ -274,9 +275,9 @@ def _launches(facts: _Facts) -> Section:
     paragraphs.append(rounds_paragraph(ds))
     if isinstance(asked, dict):
         paragraphs.append(until_decided_paragraph(ds, asked))
-    started = facts.per_run("started")
-    started = started if started.dtype.kind == "M" else timestamps(started)   # datetimes, or text not yet opened
-    started = [f"{np.datetime_as_string(moment, unit='s')} UTC" for moment in np.sort(started[~np.isnat(started)])]
+    moments = facts.per_run("started")
+    moments = moments if moments.dtype.kind == "M" else timestamps(moments)   # datetimes, or text not yet opened
+    started = [f"{np.datetime_as_string(moment, unit='s')} UTC" for moment in np.sort(moments[~np.isnat(moments)])]
     paragraphs.append(f"First launch started {started[0]}, last {started[-1]}." if started else
                       f"First launch: {facts.text('first_launch')}; dataset collected: {facts.text('created')}.")
     return Section("Launches and order", paragraphs)
@@ -306,7 +307,7 @@ def _launches_out_of_order(ds: xr.Dataset) -> tuple[int, int] | None:
     if "position" not in ds:
         return None
     position = ds["position"].transpose("library", "placement", "kernel", "launch", "size").values
-    runs = position.reshape(-1, position.shape[-1]) if position.size else []
+    runs: np.ndarray | list[np.ndarray] = position.reshape(-1, position.shape[-1]) if position.size else []
     out_of_order = considered = 0
     for run in runs:
         measured = run[run >= 0]
@@ -374,7 +375,8 @@ def _statistics(facts: _Facts) -> Section:
             "means; with several launches on a side, a t test on the logarithms of the launch values "
             "(launch = experimental unit; paired by round where both rows ran in rounds, unpaired otherwise, "
             "the launch variance moderated across neighbouring sizes as limma's moderated t) gives the p value "
-            "and the ratio's interval (with one launch on one side, the other side's variance). p values are adjusted by "
+            "and the ratio's interval (with one launch on one side, the other side's variance). "
+            "p values are adjusted by "
             f"Benjamini-Hochberg over the launch-level cells of a comparison (false discovery rate "
             f"{1 - confidence:g}), and every interval shown is at the false coverage-rate level of Benjamini and "
             f"Yekutieli (1 - R x {1 - confidence:g} / m, R of the m cells selected): it excludes 1 exactly where a "
