@@ -3,6 +3,7 @@ harness's "mpi_t" record), each build's description of them (cvars.json), each h
 launcher's "topology" record), as the dataset, Methods and the findings table carry them."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -10,9 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from commlens import open_campaign
-from commlens.analysis.configuration import (UNEXPLAINED, difference, explain_findings, near, release_difference,
-                                             settings, size_valued)
+from commlens.analysis.configuration import (UNEXPLAINED, default_difference, difference, explain_findings, near,
+                                             release_difference, settings, settings_where_changed, size_valued)
+from commlens.analysis.bisection import BisectionStep, WatchedCell
 from commlens.data.export import export
+from commlens.data.merge import append_to_campaign
+from commlens.io.netcdf import write_dataset
+from commlens.orchestrate.bisection_steps import release_settings
 from commlens.io.cvars import read_descriptions
 from commlens.launch.placement import Placement
 from commlens.report.methods import methods_markdown
@@ -40,6 +45,23 @@ def test_a_switch_is_matched_to_the_eager_limit_that_lies_there_and_no_other(lim
     assert matched == ["btl_sm_eager_limit"], matched
     elsewhere = switch(limit * 8, limit * 4, limit * 8)   # two steps of the grid away: not this setting
     assert "btl_sm_eager_limit" not in [cvar for cvar, value in candidates.items() if near(value, elsewhere, GRID)]
+
+
+def test_a_moved_limit_is_said_to_lie_where_a_comparison_found_a_change():
+    """An eager limit raised from 4 KiB to 16 KiB sends 8 KiB and 16 KiB messages another way: a change
+    found from 8 KiB to 16 KiB is where it lies, a change at 1 MiB is not; a limit that moved elsewhere
+    and a priority (no size) are never said to."""
+    before = {"btl_sm_eager_limit": "4096", "btl_sm_max_send_size": "32768", "pml_ob1_priority": "20"}
+    after = {"btl_sm_eager_limit": "16384", "btl_sm_max_send_size": "65536", "pml_ob1_priority": "40"}
+    table = default_difference(before, after, {})
+    near_it = pd.DataFrame([{"kernel": "pingpong.send", "placement": "1N2P", "size_from": 8192, "size_to": 16384}])
+    lines = settings_where_changed(table, near_it)
+    assert lines == ["btl_sm_eager_limit (4096 -> 16384) lies where a change was found: pingpong.send 1N2P 8 KiB "
+                     "to 16 KiB"], lines
+    far = pd.DataFrame([{"kernel": "pingpong.send", "placement": "1N2P", "size_from": 2 ** 20, "size_to": 2 ** 21}])
+    assert settings_where_changed(table, far) == [
+        "None of the 2 size-valued settings that differ lies where a change was found"]
+    assert settings_where_changed(table[table["cvar"] == "pml_ob1_priority"], near_it) == []
 
 
 def test_a_release_difference_names_the_defaults_that_changed(tmp_path):
@@ -111,6 +133,9 @@ def test_the_dataset_and_methods_say_what_each_row_was_set_to_and_where_ranks_ra
     assert set(ranks["placement"]) == {"1N2P", "2N1P"} and (ranks["cores"] != "").all()
     changed = difference(ds, "mpich-5.0.2", "openmpi-5.0.11")
     assert len(changed) > 100 and set(changed["change"]) == {"appeared", "disappeared"}
+    # The report's comparison of the two rows says so, rather than list some 1,200 variables.
+    assert ("Settings: mpich-5.0.2 and openmpi-5.0.11 are libraries of different families: their control "
+            "variables are not compared.") in (tiny / "report.html").read_text()
     # An export carries each row's settings in the file's own metadata, where any Parquet reader finds them.
     written = export(ds, "parquet", tmp_path / "points.parquet")
     carried = json.loads(pq.read_schema(written).metadata[b"configuration"])
@@ -133,3 +158,22 @@ def test_findings_say_which_recorded_setting_lies_there_or_that_none_does(tiny):
     assert (explained.loc[kinds, "explanation"] != "").all() and (explained.loc[~kinds, "explanation"] == "").all()
     said = explained.iloc[-2]["explanation"]
     assert said == UNEXPLAINED or (said.startswith("at 64 KiB: ") and "btl_sm_eager_limit" in said), said
+
+
+@pytest.mark.mpi
+def test_a_bisection_says_which_defaults_differ_between_the_releases_it_ends_between(tiny, tmp_path):
+    """The releases a bisection ends between as its steps' datasets hold them: a later Open MPI whose build
+    defaults to a 16 KiB shared-memory eager limit, the change watched at 8 KiB; the record keeps what it
+    said, and reads back with it."""
+    ds = open_campaign(tiny / "tiny.nc").sel(library=["openmpi-5.0.11"])
+    later = ds.copy(deep=True)
+    later["cvar_default"].loc[{"library": "openmpi-5.0.11", "cvar": "btl_sm_eager_limit"}] = "16384"
+    write_dataset(append_to_campaign(ds, later, library="openmpi-5.0.12"), tmp_path / "step.nc")
+    step = replace(BisectionStep(step=1, release="openmpi-5.0.12", version="5.0.12", campaign="", launches=1,
+                                 cells=()), dataset=str(tmp_path / "step.nc"))
+    watched = [WatchedCell("pingpong.send", "1N2P", 8192)]
+    said = release_settings([step], "openmpi-5.0.11", "openmpi-5.0.12", watched)
+    assert said[0].startswith("Control variables whose defaults differ between openmpi-5.0.11 and openmpi-5.0.12 "
+                              "(1): btl_sm_eager_limit: 4096 -> 16384: Maximum size"), said
+    assert said[1:] == ("btl_sm_eager_limit (4096 -> 16384) lies where a change was found: pingpong.send 1N2P 8 KiB",)
+    assert release_settings([step], "openmpi-5.0.11", None, watched) == ()

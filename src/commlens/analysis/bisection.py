@@ -260,6 +260,9 @@ class BisectionRecord:
     steps: tuple[BisectionStep, ...]
     conclusion: RecordedConclusion
     summary: str
+    # The control variables whose defaults differ between the two releases it ends between, and whether a
+    # size-valued one lies at the watched sizes (analysis.configuration); empty in records from before.
+    settings: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         entry = {"baseline": self.baseline, "candidate": self.candidate, "family": self.family,
@@ -268,7 +271,7 @@ class BisectionRecord:
         entry = _with_optional(entry, max_launches=self.max_launches)
         entry.update(steps=[step.to_json() for step in self.steps], conclusion=self.conclusion.to_json(),
                      summary=self.summary)
-        return entry
+        return _with_optional(entry, settings=list(self.settings) or None)
 
     @classmethod
     def from_json(cls, entry: dict) -> BisectionRecord:
@@ -277,7 +280,8 @@ class BisectionRecord:
                    cells=tuple(entry["cells"]), min_effect=entry["min_effect"], confidence=entry["confidence"],
                    launches=int(entry["launches"]), max_launches=entry.get("max_launches"),
                    steps=tuple(BisectionStep.from_json(step) for step in entry["steps"]),
-                   conclusion=RecordedConclusion.from_json(entry["conclusion"]), summary=entry["summary"])
+                   conclusion=RecordedConclusion.from_json(entry["conclusion"]), summary=entry["summary"],
+                   settings=tuple(entry.get("settings", ())))
 
 
 @dataclass(frozen=True)
@@ -364,7 +368,7 @@ def table_lines(record: BisectionRecord) -> list[str]:
     for row in [header, *rows]:
         lines.append("  ".join(text.ljust(width) for text, width in zip(row, widths)).rstrip())
     lines.append(record.summary)
-    return lines
+    return lines + list(record.settings)
 
 
 def _number(value) -> str:

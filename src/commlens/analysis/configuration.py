@@ -9,6 +9,8 @@ findings of its curves.
   emulated network's settings).
 - `release_difference(before, after)`: the same between two builds' own descriptions (cvars.json: the values
   each release defaults to), for a bisection that ends between two releases.
+- `settings_where_changed(table, changed)`: which of the size-valued settings that differ lies where a
+  comparison found a change, or that none does.
 - `explain_findings(ds, findings)`: each protocol switch, regime change or packet step said with the
   size-valued settings of its row that lie where it was found ("at 8 KiB: btl_sm_eager_limit = 8192"), or
   "no recorded setting explains it". Never beyond what was recorded: a setting is size-valued when its name
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -150,15 +153,92 @@ def release_difference(before: dict | CvarDescriptions, after: dict | CvarDescri
         table.attrs["reason"] = "; ".join(missing)
         return table
     old, new = ({name: c.default for name, c in d.cvars.items() if c.default is not None} for d in described)
+    # Both releases' descriptions, the newer's where both describe a variable.
+    descriptions = {name: entry.description for d in described for name, entry in d.cvars.items()}
+    return default_difference(old, new, descriptions)
+
+
+def row_defaults(ds: xr.Dataset, library: str) -> tuple[dict[str, str], dict[str, str]]:
+    """({cvar: default}, {cvar: description}) of one library row as its build described them (the dataset's
+    cvar_default: what the release runs with when nothing is set); empty where it recorded none."""
+    if not has_configuration(ds) or library not in ds["library"].values:
+        return {}, {}
+    row = ds.sel(library=library)
+    defaults = {str(cvar): str(value) for cvar, value, status in zip(row["cvar"].values, row["cvar_default"].values,
+                                                                     row["cvar_status"].values)
+                if str(value) != "" and status != "absent"}
+    return defaults, {cvar: str(text) for cvar, text in zip(row["cvar"].values, row["cvar_description"].values)
+                      if str(cvar) in defaults}
+
+
+def default_difference(old: dict[str, str], new: dict[str, str], descriptions: dict[str, str]) -> pd.DataFrame:
+    """The cvars whose default differs between two releases ({cvar: default} each), appeared or
+    disappeared, with their descriptions (DIFFERENCE_COLUMNS; `placements` and `set_by` empty)."""
     rows = []
     for cvar in sorted(set(old) | set(new)):
         if old.get(cvar) == new.get(cvar):
             continue
         change = APPEARED if cvar not in old else DISAPPEARED if cvar not in new else CHANGED
-        entry = described[1].cvars.get(cvar) or described[0].cvars.get(cvar)
         rows.append({"cvar": cvar, "change": change, "baseline": old.get(cvar, ""), "candidate": new.get(cvar, ""),
-                     "placements": "", "set_by": "", "description": entry.description if entry else ""})
+                     "placements": "", "set_by": "", "description": descriptions.get(cvar, "")})
     return _folded(rows)
+
+
+def comparison_settings(ds: xr.Dataset, baseline: str, candidate: str, changed: pd.DataFrame,
+                        limit: int = 8) -> list[str]:
+    """What a comparison of two library rows says of their settings, in sentences: that they are different
+    families (whose variables are not comparable), or ran with the same recorded values, or which values
+    differ (at most `limit` named) and whether a size-valued one lies where a change was found
+    (settings_where_changed). Empty where the dataset recorded no settings."""
+    if not has_configuration(ds):
+        return []
+    if "family" in ds.coords:
+        families = {str(ds["family"].sel(library=row).item()) for row in (baseline, candidate)}
+        if len(families) > 1:
+            return [f"{baseline} and {candidate} are libraries of different families: their control variables "
+                    "are not compared"]
+    table = difference(ds, baseline, candidate)
+    if table.empty:
+        return ["Both rows ran with the same values of every control variable their launches recorded"]
+    return ([f"Control variables that differ ({len(table)}): " + "; ".join(difference_lines(table, limit))]
+            + settings_where_changed(table, changed))
+
+
+def settings_where_changed(table: pd.DataFrame, changed: pd.DataFrame) -> list[str]:
+    """Which size-valued settings of a difference table (difference, default_difference) lie where a change
+    was found: `changed` has one row per changed size range (size_from, size_to; and the curve's kernel and
+    placement where it has them, as analysis.ranges.changed_ranges gives them). A setting that moved from a
+    to b moves the sizes between them to its other side (an eager limit from 4 KiB to 16 KiB sends 8 KiB
+    messages another way), so it lies where a change was found if a changed range overlaps (min, max]; one
+    that appeared or disappeared lies there if a changed range is within a factor of two of its value.
+    Sentences, one per setting that lies there, else one that says none does; empty where no size-valued
+    setting differs."""
+    sized: list[tuple[Any, float, float]] = []
+    for row in table.itertuples():
+        if not SIZE_WORDS.search(row.cvar) or NOT_SIZES.search(row.cvar):
+            continue
+        old, new = integer_value(str(row.baseline)), integer_value(str(row.candidate))
+        if old is not None and new is not None and old != new:
+            sized.append((row, min(old, new), max(old, new)))
+        elif (old is None) != (new is None):
+            value = old if old is not None else new
+            if value and value > 0:
+                sized.append((row, value / 2, value * 2))
+    if not sized:
+        return []
+    said = []
+    for row, low, high in sized:
+        where = [piece for piece in changed.itertuples() if piece.size_from <= high and piece.size_to > low]
+        if where:
+            curves = "; ".join(dict.fromkeys(
+                " ".join(str(getattr(piece, dim)) for dim in ("kernel", "placement") if hasattr(piece, dim))
+                + f" {_span(piece.size_from, piece.size_to)}" for piece in where))
+            moved = (f"{row.baseline} -> {row.candidate}" if row.change == CHANGED
+                     else f"{row.change}, {row.baseline or row.candidate}")
+            said.append(f"{row.cvar} ({moved}) lies where a change was found: {curves.strip()}")
+    if said:
+        return said
+    return [f"None of the {len(sized)} size-valued settings that differ lies where a change was found"]
 
 
 def difference_lines(table: pd.DataFrame, limit: int | None = None) -> list[str]:
@@ -260,6 +340,10 @@ def _finite(value) -> bool:
         return value is not None and np.isfinite(float(value))
     except (TypeError, ValueError):
         return False
+
+
+def _span(first, last) -> str:
+    return format_exact_size(first) if first == last else f"{format_exact_size(first)} to {format_exact_size(last)}"
 
 
 def explain_findings(ds: xr.Dataset, findings: pd.DataFrame) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
+import pandas as pd
 import xarray as xr
 import yaml
 
@@ -32,6 +33,7 @@ from commlens.analysis.bisection import (BISECTION_FILE, CHANGED, DIRECTIONS, FA
                                           BisectionStep, Conclusion, RecordedConclusion, StepCell, WatchedCell,
                                           cell_outcome, conclude, next_release, release_outcome, write_bisection)
 from commlens.analysis.compare import within
+from commlens.analysis.configuration import default_difference, difference_lines, row_defaults, settings_where_changed
 from commlens.campaign import load_campaign
 from commlens.campaign.placements import shape_from_placement_name
 from commlens.data.opening import open_campaign
@@ -119,14 +121,48 @@ def run_bisection(request: BisectionRequest, progress: TextIO | None = None,
             + (f" ({step.reason})" if step.reason else "") + f", {format_duration(step.wall_s)}")
     conclusion = conclude(outcomes)
     names = [r["name"] for r in releases]
+    named = RecordedConclusion.naming(conclusion, names)
+    settings = release_settings(steps, named.last_without, named.first, cells)
+    for line in settings:
+        say(line)
     record = BisectionRecord(
         baseline=request.baseline, candidate=request.candidate, family=family, releases=tuple(names),
         left_out=tuple(left_out), cells=tuple(c.describe() for c in cells), min_effect=request.min_effect,
         confidence=request.confidence, launches=request.launches, max_launches=request.max_launches,
-        steps=tuple(steps), conclusion=RecordedConclusion.naming(conclusion, names),
-        summary=summarise(conclusion, names, steps[0]))
+        steps=tuple(steps), conclusion=named, summary=summarise(conclusion, names, steps[0]),
+        settings=settings)
     write_bisection(folder / BISECTION_FILE, record)
     return record
+
+
+def release_settings(steps: list[BisectionStep], last_without: str, first: str | None,
+                     cells: list[WatchedCell]) -> tuple[str, ...]:
+    """What differs in how the two releases a bisection ends between are set by default (each build's own
+    description, as its step's dataset holds it), and whether a size-valued default moved across a watched
+    size: sentences for the record; none where it ends on no release."""
+    if first is None:
+        return ()
+    found: dict[str, tuple[dict, dict]] = {}
+    for step in reversed(steps):
+        if not step.dataset or len(found) == 2:
+            continue
+        ds = open_campaign(step.dataset)
+        for name in (last_without, first):
+            if name not in found and name in ds["library"].values:
+                defaults = row_defaults(ds, name)
+                if defaults[0]:
+                    found[name] = defaults
+    missing = [name for name in (last_without, first) if name not in found]
+    if missing:
+        return (f"Control variables: {', '.join(missing)} recorded none, so what its defaults changed is not known",)
+    (old, _), (new, descriptions) = found[last_without], found[first]
+    table = default_difference(old, new, {**found[last_without][1], **descriptions})
+    if table.empty:
+        return (f"Control variables: {last_without} and {first} default to the same value of every one",)
+    watched = pd.DataFrame([{"kernel": c.kernel, "placement": c.placement, "size_from": c.size, "size_to": c.size}
+                            for c in cells])
+    return (f"Control variables whose defaults differ between {last_without} and {first} ({len(table)}): "
+            + "; ".join(difference_lines(table, 8)), *settings_where_changed(table, watched))
 
 
 def more_launches(launches: int, budget: int) -> int | None:

@@ -14,6 +14,7 @@ import xarray as xr
 from commlens.analysis.bisection import Bisection, FailedBisection, read_bisections
 from commlens.analysis.compare import VERDICTS, across, describe_launches, provenance_differences, within
 from commlens.analysis.sequential import after_round
+from commlens.analysis.configuration import comparison_settings
 from commlens.analysis.ranges import changed_ranges, describe_range
 from commlens.report.elements import Skipped, Table
 
@@ -33,6 +34,7 @@ class Comparison:
     warnings: tuple[str, ...] = ()
     asked: bool = True     # False: a default pair (first row against another), not one the campaign listed
     causes: tuple[str, ...] = ()   # what the campaign's bisections of the candidate's release found
+    settings: tuple[str, ...] = ()   # which settings differ between the rows, and whether one lies where it changed
 
     @property
     def counts(self) -> dict[str, int]:
@@ -87,9 +89,10 @@ def library_row_comparisons(data: ReportData) -> list:
             result = decision.result
         else:
             result = within(data.ds, baseline, candidate, dim="library")
+        settings = comparison_settings(data.ds, baseline, candidate, changed_ranges(result))
         items.append(Comparison(name, title, result, f"library rows of this campaign: baseline {baseline}, "
                                                      f"candidate {candidate}", asked=asked,
-                                causes=_bisections_of(data, candidate)))
+                                causes=_bisections_of(data, candidate), settings=tuple(settings)))
     return items
 
 
@@ -152,4 +155,4 @@ def _describe_bisection(record: Bisection) -> str:
         steps.append(f"{step.release} {step.outcome}{measured}")
     return (f"Which release: commlens bisect from {record.baseline} to {record.candidate}, watching "
             f"{', '.join(record.cells)}, {record.launches} launches a side per step: {record.summary}. "
-            f"Steps: {'; '.join(steps)}.")
+            f"Steps: {'; '.join(steps)}." + "".join(f" {line}." for line in record.settings))
