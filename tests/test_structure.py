@@ -90,3 +90,15 @@ def test_no_module_keeps_its_own_list_of_kernels():
 def test_each_layer_says_what_it_is_for(layer):
     doc = ast.get_docstring(ast.parse((PACKAGE / layer / "__init__.py").read_text()))
     assert doc and len(doc.split()) >= 8, f"commlens.{layer} has no docstring saying its job"
+
+
+def test_no_module_imports_another_modules_private_name():
+    """A name with a leading underscore is its module's own: a module that needs another's makes it public
+    there (or the two are one module)."""
+    borrowed = []
+    for path in sorted((REPO / "src" / "commlens").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("commlens"):
+                borrowed += [f"{path.relative_to(REPO)}: {node.module}.{alias.name}" for alias in node.names
+                             if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert not borrowed, "\n".join(borrowed)

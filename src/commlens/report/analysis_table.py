@@ -131,5 +131,5 @@ class ReportData:
         return None
 
 
-def _rows_of(data: ReportData, kernels: list[str]) -> pd.DataFrame:
+def kernel_rows(data: ReportData, kernels: list[str]) -> pd.DataFrame:
     return data.points[data.points["kernel"].isin(kernels)]

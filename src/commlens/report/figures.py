@@ -16,12 +16,12 @@ import pandas as pd
 
 from commlens.campaign import kernel_of
 from commlens.data.kernels import catalogue_kernels_tagged, kernel_tags
-from commlens.report.analysis_table import ReportData, _rows_of
+from commlens.report.analysis_table import ReportData, kernel_rows
 from commlens.report.elements import Figure, Skipped
 from commlens.report.network_figures import pair_matrices
 from commlens.report.overlap_figure import availability_against_size, overlap_against_size
-from commlens.report.plotting import (MAX_CURVES, _curves, _line_and_points, _size_options, _small_multiples,
-                                       _time_and_bandwidth)
+from commlens.report.plotting import (MAX_CURVES, median_curves, line_and_points, size_options, small_multiples,
+                                       time_and_bandwidth)
 
 SMALL_MESSAGES = 8000      # bytes: the reports' small-message range ends at 2000 integers
 BAND = "shaded: the 95% interval of each median (see Methods, Intervals)."
@@ -46,7 +46,7 @@ def library_comparison(data: ReportData) -> list:
             figures.append(Figure(f"library-comparison-{placement}", f"{kernel}, {placement}: library comparison",
                                   f"Median {kernel} time and bandwidth against size, one curve per library, "
                                   f"placement {placement}; {BAND}" + marks_caption(marks) + data.window_note([kernel]),
-                                  _time_and_bandwidth(rows, "library", f"{kernel} {placement}", marks,
+                                  time_and_bandwidth(rows, "library", f"{kernel} {placement}", marks,
                                                       regime_lines(data, rows, "library")), curves=_drawn(rows)))
     return figures
 
@@ -66,7 +66,7 @@ def placement_comparison(data: ReportData) -> list:
             figures.append(Figure(f"placement-comparison-{library}", f"{kernel}, {library}: placements",
                                   f"Median {kernel} time and bandwidth against size for every placement "
                                   f"(nodes x processes per node; off-node placements on one host are emulated); "
-                                  f"{BAND}", _time_and_bandwidth(mine, "placement", f"{kernel} {library}"),
+                                  f"{BAND}", time_and_bandwidth(mine, "placement", f"{kernel} {library}"),
                                   curves=_drawn(mine)))
     return figures
 
@@ -86,7 +86,7 @@ def _kernel_pair(data: ReportData, name: str, title: str, first: str, others: li
                 continue
             figures.append(Figure(f"{name}-{placement}", f"{title}, {placement}",
                                   f"{title}: median time and bandwidth against size per kernel and library, "
-                                  f"placement {placement}; {BAND}", _time_and_bandwidth(rows, "curve", placement),
+                                  f"placement {placement}; {BAND}", time_and_bandwidth(rows, "curve", placement),
                                   curves=_drawn(rows)))
     return figures or [Skipped(name, title, why)]
 
@@ -97,7 +97,7 @@ def _multiples_figure(name: str, title: str, caption: str, rows: pd.DataFrame, b
     kernels = rows["kernel"].nunique()
     return Figure(name, title, caption + f" {rows['curve'].nunique()} curves, more than {MAX_CURVES}: one panel "
                                          f"per kernel ({kernels}), a curve per library.",
-                  lambda: _small_multiples(rows, "kernel", "library", title, bandwidth, ylabel), panels=kernels,
+                  lambda: small_multiples(rows, "kernel", "library", title, bandwidth, ylabel), panels=kernels,
                   curves=_drawn(rows))
 
 
@@ -137,7 +137,7 @@ def small_messages(data: ReportData) -> list:
         figures.append(Figure(f"small-messages-{placement}", f"{kernel}, {placement}: small messages",
                               f"Sizes up to {SMALL_MESSAGES} B; dashed lines: detected packet boundaries (grey) "
                               f"and protocol switches (red), {len(found)} findings.",
-                              lambda rows=rows, marks=marks, placement=placement: _curves(
+                              lambda rows=rows, marks=marks, placement=placement: median_curves(
                                   rows, "library", f"{kernel} {placement} small messages", False, marks)))
     return figures or [Skipped("small-messages", title, f"needs {kernel} at 8 or more sizes up to {SMALL_MESSAGES} B")]
 
@@ -152,15 +152,15 @@ def _against_ranks(rows: pd.DataFrame, name: str, title: str, x: str, y: str, yl
 
     def build():
         layers = [layer for curve, points in rows.groupby("curve", sort=True)
-                  for layer in _line_and_points(points, x, y, str(curve))]
-        return hv.Overlay(layers).opts(title=title, xlabel=x, ylabel=ylabel, logy=True, **_size_options())
+                  for layer in line_and_points(points, x, y, str(curve))]
+        return hv.Overlay(layers).opts(title=title, xlabel=x, ylabel=ylabel, logy=True, **size_options())
 
     return [Figure(name, title, caption, build)]
 
 
 def multipair_against_ppn(data: ReportData) -> list:
     why = "needs a multipair.* kernel at two or more processes per node"
-    rows = _rows_of(data, data.kernels("multipair"))
+    rows = kernel_rows(data, data.kernels("multipair"))
     rows = rows.assign(per_pair_MBps=rows["bandwidth_MBps"] / (rows["nprocs"] // 2).clip(lower=1))
     return (_against_ranks(rows, "multipair-aggregate", "Aggregate bandwidth against processes per node", "ppn",
                            "bandwidth_MBps", "aggregate bandwidth (MB/s)",
@@ -173,14 +173,15 @@ def multipair_against_ppn(data: ReportData) -> list:
 
 
 def collectives_against_ranks(data: ReportData) -> list:
-    return _against_ranks(_rows_of(data, data.kernels("collective")), "collectives", "Collective latency against ranks",
-                          "nprocs", "time_us", "time (us)", "Collective operation latency (or its bound, see the "
-                          "kernel label) at the largest size against the number of ranks.",
+    rows = kernel_rows(data, data.kernels("collective"))
+    return _against_ranks(rows, "collectives", "Collective latency against ranks", "nprocs", "time_us", "time (us)",
+                          "Collective operation latency (or its bound, see the kernel label) at the largest size "
+                          "against the number of ranks.",
                           "needs a coll.* kernel at two or more rank counts")
 
 
 def io_against_tasks(data: ReportData) -> list:
-    return _against_ranks(_rows_of(data, data.kernels("io")), "io", "File I/O bandwidth against tasks", "nprocs",
+    return _against_ranks(kernel_rows(data, data.kernels("io")), "io", "File I/O bandwidth against tasks", "nprocs",
                           "bandwidth_MBps", "aggregate bandwidth (MB/s)",
                           "Aggregate file I/O bandwidth at the largest size against the number of tasks.",
                           "needs an io.* kernel at two or more task counts")
@@ -207,7 +208,7 @@ def _per_placement(data: ReportData, name: str, title: str, tag: str, minimum: i
             continue
         figures.append(Figure(f"{name}-{placement}", f"{title}, {placement}",
                               caption + data.window_note(rows["kernel"].unique()),
-                              lambda rows=rows, placement=placement: _curves(
+                              lambda rows=rows, placement=placement: median_curves(
                                   rows, "curve", f"{title} {placement}", bandwidth,
                                   ylabel="throughput (Mbps)" if mbps else None), curves=_drawn(rows)))
     return figures or [Skipped(name, title, why)]
@@ -285,9 +286,9 @@ def collective_bounds(data: ReportData) -> list:
                 for method in ("accurate", "root", "window"):
                     exact = mine[mine["method"] == method]
                     if len(exact):
-                        layers += _line_and_points(exact, "size", "time_us", f"{label} {method}", points=False)
+                        layers += line_and_points(exact, "size", "time_us", f"{label} {method}", points=False)
             return hv.Overlay(layers).opts(title=f"{title} {placement}", xlabel="size (B)", ylabel="time (us)",
-                                           logx=True, logy=True, **_size_options())
+                                           logx=True, logy=True, **size_options())
 
         figures.append(Figure(f"collective-bounds-{placement}", f"{title}, {placement}",
                               "Shaded: between the lower bound (back-to-back calls) and the upper bound (each call "
@@ -359,7 +360,7 @@ def findings_figure(data: ReportData, library: str, placement: str, kernel: str)
     kinds = ", ".join(f"{kind} ({colour})" for kind, colour in FINDING_COLOURS.items())
     return Figure(f"findings-{library}-{placement}-{kernel}", f"{kernel}, {library}, {placement}: findings",
                   f"{len(found)} findings marked: {kinds}.",
-                  lambda: _curves(rows, "library", f"{kernel} {library} {placement}", False, marks))
+                  lambda: median_curves(rows, "library", f"{kernel} {library} {placement}", False, marks))
 
 
 # The report's pages, each with the figures that go on it. A campaign whose figures fit on one page
@@ -397,7 +398,7 @@ def every_curve(data: ReportData, drawn: frozenset) -> list:
             by = "library" if one_kernel else "curve"
             marks = finding_marks(data, mine)
             figures.append(Figure(name, title, caption + marks_caption(marks),
-                                  _time_and_bandwidth(mine, by, label, marks, regime_lines(data, mine, by)),
+                                  time_and_bandwidth(mine, by, label, marks, regime_lines(data, mine, by)),
                                   curves=_drawn(mine)))
     return figures
 

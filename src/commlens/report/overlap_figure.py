@@ -14,7 +14,7 @@ import pandas as pd
 
 from commlens.report.analysis_table import ReportData
 from commlens.report.elements import Figure, Skipped
-from commlens.report.plotting import _line_and_points, _size_options
+from commlens.report.plotting import line_and_points, size_options
 
 TITLE = "Communication hidden behind computation"
 AVAILABILITY_TITLE = "CPU kept by computation while an exchange is in flight"
@@ -70,10 +70,10 @@ def _against_size(rows: pd.DataFrame, name: str, title: str, column: str, label:
         def build(mine=mine, placement=placement):
             layers = []
             for (kernel, library), curve in mine.groupby(["kernel", "library"]):
-                layers += _line_and_points(curve.sort_values("size"), "size", column, f"{kernel} {library}")
+                layers += line_and_points(curve.sort_values("size"), "size", column, f"{kernel} {library}")
             layers.append(hv.HLine(0 if name == "overlap" else 100).opts(color="grey"))
             return hv.Overlay(layers).opts(title=f"{title}, {placement}", xlabel="size (B)", ylabel=label,
-                                           logx=True, **_size_options())
+                                           logx=True, **size_options())
 
         figures.append(Figure(f"{name}-{placement}", f"{title}, {placement}", caption, build,
                               curves=frozenset(mine[["library", "placement", "kernel"]].drop_duplicates()

@@ -15,7 +15,7 @@ WIDTH, HEIGHT = 520, 340
 FIT_LABEL = "fitted regimes"
 
 
-def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=(), ylabel=None,
+def median_curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=(), ylabel=None,
             points: bool = True, fits=None) -> hv.Overlay:
     """Median time (or the bandwidth from it) against size (log-log) per `by` group, shaded with the
     95% interval of that median (ReportData.points: `ci_low_us`..., `bandwidth_low_MBps`...). `vlines`:
@@ -32,7 +32,7 @@ def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=()
         if set(band) <= set(rows.columns):
             layers.append(hv.Area(rows, "size", band, label=str(group))
                           .opts(alpha=0.2, **({"line_alpha": 0} if bokeh else {"linewidth": 0})))
-        layers += _line_and_points(rows, "size", y, str(group), hover=["library", "placement", "kernel"], points=points)
+        layers += line_and_points(rows, "size", y, str(group), hover=["library", "placement", "kernel"], points=points)
         fit = (fits or {}).get(group)
         if fit is not None and len(fit):
             fit = fit[fit["size"] > 0].sort_values("size")
@@ -46,7 +46,7 @@ def _curves(frame: pd.DataFrame, by: str, title: str, bandwidth: bool, vlines=()
         layers.append(line.opts(color=colour, line_dash="dashed") if bokeh
                       else line.opts(color=colour, linestyle="dashed"))
     overlay = hv.Overlay(layers).opts(title=title, xlabel="size", ylabel=label, logx=True, logy=True,
-                                      **_size_tick_options(frame["size"]), **_size_options())
+                                      **_size_tick_options(frame["size"]), **size_options())
     return overlay.opts(legend_opts={"click_policy": "hide"}) if bokeh else overlay
 
 
@@ -76,7 +76,7 @@ def size_ticks(sizes) -> list[tuple[float, str]]:
     return ticks
 
 
-def _line_and_points(rows: pd.DataFrame, x: str, y: str, label: str, hover=(), points: bool = True) -> list:
+def line_and_points(rows: pd.DataFrame, x: str, y: str, label: str, hover=(), points: bool = True) -> list:
     """A labelled line through `rows` (and its points), built as HoloViews elements directly: hvPlot's
     converter costs about 20 ms a call, and a campaign's report draws hundreds of lines."""
     vdims = [y, *[column for column in hover if column in rows and column not in (x, y)]]
@@ -88,30 +88,30 @@ def _line_and_points(rows: pd.DataFrame, x: str, y: str, label: str, hover=(), p
     return layers
 
 
-def _size_options() -> dict:
+def size_options() -> dict:
     if hv.Store.current_backend == "bokeh":
         return {"width": WIDTH, "height": HEIGHT, "legend_position": "top_left"}
     return {"fig_inches": (6.5, 4.2), "legend_position": "top_left"}
 
 
 # More curves than this in one overlay and a reader cannot tell them apart: a figure that would have
-# more draws one small panel per kernel instead, its libraries as the curves (see _small_multiples).
+# more draws one small panel per kernel instead, its libraries as the curves (see small_multiples).
 MAX_CURVES = 12
 MULTIPLE_COLUMNS = 4
 
 
-def _small_multiples(frame: pd.DataFrame, panel: str, by: str, title: str, bandwidth: bool, ylabel=None):
+def small_multiples(frame: pd.DataFrame, panel: str, by: str, title: str, bandwidth: bool, ylabel=None):
     """One small log-log panel per `panel` value (a curve per `by` group in each), on shared axes, so
     forty kernel variants of a placement read as forty comparable panels rather than 200 tangled lines."""
     bokeh = hv.Store.current_backend == "bokeh"
     size = {"width": 280, "height": 210} if bokeh else {"fig_inches": (3.2, 2.4)}
     panels: list[hv.Overlay] = []
     for name, rows in frame.groupby(panel, sort=True):
-        overlay = _curves(rows, by, str(name), bandwidth, ylabel=ylabel, points=False)   # lines: panels are small
+        overlay = median_curves(rows, by, str(name), bandwidth, ylabel=ylabel, points=False)   # lines: panels are small
         panels.append(overlay.opts(show_legend=len(panels) == 0, fontsize={"title": 9}, **size))
     return hv.Layout(panels).cols(MULTIPLE_COLUMNS)
 
 
-def _time_and_bandwidth(frame, by, title, vlines=(), fits=None):
-    return lambda: (_curves(frame, by, f"{title}: time", False, vlines, fits=fits)
-                    + _curves(frame, by, f"{title}: bandwidth", True, vlines, fits=fits)).cols(2)
+def time_and_bandwidth(frame, by, title, vlines=(), fits=None):
+    return lambda: (median_curves(frame, by, f"{title}: time", False, vlines, fits=fits)
+                    + median_curves(frame, by, f"{title}: bandwidth", True, vlines, fits=fits)).cols(2)

@@ -18,7 +18,7 @@ import xarray as xr
 from commlens.analysis import models
 from commlens.campaign import kernel_of
 from commlens.data.origins import curve_marks, curve_origins
-from commlens.report.analysis_table import ReportData, _rows_of
+from commlens.report.analysis_table import ReportData, kernel_rows
 from commlens.report.elements import Skipped, Table
 from commlens.units import MB, US, format_exact_size, format_measured, format_number, format_seconds, format_size
 
@@ -158,7 +158,7 @@ def multipair_table(data: ReportData) -> Table | Skipped:
     kernels = data.kernels("multipair")
     if not kernels:
         return Skipped("multipair-table", "Bandwidth per tasks per node", "needs a multipair.* kernel")
-    rows = _rows_of(data, kernels)
+    rows = kernel_rows(data, kernels)
     rows = rows[rows["size"] == rows.groupby("kernel")["size"].transform("max")]
     pairs = (rows["nprocs"] // 2).clip(lower=1)
     frame = pd.DataFrame({"library": rows["library"], "kernel": rows["kernel"], "placement": rows["placement"],

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from commlens.analysis.network.pairs import _node_and_pair_effects
+from commlens.analysis.network.pairs import node_and_pair_effects
 from commlens.data.samples import quiet_nanmean
 
 
@@ -78,7 +78,7 @@ def find_groups(times, nodes=None, *, confidence: float = 0.95, min_effect: floa
         raise ValueError(f"{len(names)} node names for {n} nodes")
     # Least squares, not the biweight: with two switches the pairs across them are half the pairs or more,
     # and the biweight took one switch's pairs within as outliers and its nodes as slow.
-    residuals = np.array([_node_and_pair_effects(np.log(times[:, :, r]), robust=False)[1]
+    residuals = np.array([node_and_pair_effects(np.log(times[:, :, r]), robust=False)[1]
                           for r in range(repetitions)])
     # Both directions of a pair together (the mean of those measured), per repetition: (R, n, n).
     both = quiet_nanmean(np.stack([residuals, residuals.transpose(0, 2, 1)]), axis=0)

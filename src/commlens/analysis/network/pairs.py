@@ -104,7 +104,7 @@ def _crossings(labels: np.ndarray, sources: np.ndarray, destinations: np.ndarray
     return np.column_stack(columns).astype(float) if columns else np.zeros((sources.size, 0))
 
 
-def _node_and_pair_effects(log_times: np.ndarray, robust: bool = True,
+def node_and_pair_effects(log_times: np.ndarray, robust: bool = True,
                            labels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One repetition (n, n) of log times, NaN where not measured: node effects against the median
     node (n,) and what each pair leaves (n, n) once m, both nodes' effects and (with `labels`, each
@@ -196,7 +196,7 @@ def find_slow_nodes_and_links(times, nodes=None, *, groups=None, confidence: flo
     labels = None if groups is None else _group_labels(groups, names)
     node_effects, pair_residuals = [], []
     for r in range(repetitions):
-        effects, residual = _node_and_pair_effects(np.log(times[:, :, r]), labels=labels)
+        effects, residual = node_and_pair_effects(np.log(times[:, :, r]), labels=labels)
         node_effects.append(effects)
         pair_residuals.append(residual)
     node_table = _effects_table(np.array(node_effects).T, confidence, min_effect)

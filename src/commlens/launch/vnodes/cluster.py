@@ -178,7 +178,7 @@ def split_cpus(nodes: int, cpus: list[int] | None = None) -> list[tuple[int, ...
     return [tuple(cpus[i * per_node:(i + 1) * per_node]) for i in range(nodes)]
 
 
-def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+def run_command(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
     done = subprocess.run(argv, capture_output=True, text=True)
     if check and done.returncode != 0:
         raise VirtualNodesError(f"`{shlex.join(argv)}` failed ({done.returncode}): {done.stderr.strip()}")
@@ -188,7 +188,7 @@ def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
 def _free_subnet() -> str:
     """A 10.213.X /24 that no address of this network namespace is in (only a cluster that gives
     this host an address on its bridge needs one of its own)."""
-    used = set(re.findall(rf"inet {re.escape(SUBNETS)}\.(\d+)\.", _run(["ip", "-4", "-o", "addr"]).stdout))
+    used = set(re.findall(rf"inet {re.escape(SUBNETS)}\.(\d+)\.", run_command(["ip", "-4", "-o", "addr"]).stdout))
     for third in range(256):
         if str(third) not in used:
             return f"{SUBNETS}.{third}"

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from commlens.launch import netem, wire
 from commlens.launch.supervision import kill_all
-from commlens.launch.vnodes.cluster import (CLUSTER_NAME, RUN_ROOT, VirtualCluster, VirtualNodesError, _run,
+from commlens.launch.vnodes.cluster import (CLUSTER_NAME, RUN_ROOT, VirtualCluster, VirtualNodesError, run_command,
                                              cgroup_v1_hierarchy, cpuset_root, plan)
 from commlens.launch.vnodes.node_exec import node_exec_script, processes_on
 
@@ -73,10 +73,10 @@ def existing_clusters() -> set[str]:
     found: set[str] = set()
     if RUN_ROOT.is_dir():
         found.update(entry.name for entry in RUN_ROOT.iterdir())
-    found.update(line.split()[0] for line in _run(["ip", "netns", "list"], check=False).stdout.splitlines()
+    found.update(line.split()[0] for line in run_command(["ip", "netns", "list"], check=False).stdout.splitlines()
                  if line.strip())
     found.update(line.split(":")[1].strip().split("@")[0] for line in
-                 _run(["ip", "-o", "link", "show"], check=False).stdout.splitlines() if line.count(":") >= 2)
+                 run_command(["ip", "-o", "link", "show"], check=False).stdout.splitlines() if line.count(":") >= 2)
     root = cpuset_root()
     if root is not None and root.is_dir():
         found.update(entry.name for entry in root.iterdir() if entry.is_dir())
@@ -157,38 +157,39 @@ def _make_network(cluster: VirtualCluster) -> None:
     switch_qdisc = netem.switch_arguments(cluster.switch, int(mtu)) if cluster.switch else None
     _add_bridge(cluster.bridge, mtu)
     if cluster.host_address:
-        _run(["ip", "addr", "add", f"{cluster.host_address}/24", "dev", cluster.bridge])
+        run_command(["ip", "addr", "add", f"{cluster.host_address}/24", "dev", cluster.bridge])
     if switch_qdisc is not None:     # the cluster has a switch
-        _run(["ip", "link", "add", cluster.switch_device, "type", "ifb"])
-        _run(["ip", "link", "set", cluster.switch_device, "mtu", mtu, "up"])
-        _run(["tc", "qdisc", "add", "dev", cluster.switch_device, "root", *switch_qdisc])
+        run_command(["ip", "link", "add", cluster.switch_device, "type", "ifb"])
+        run_command(["ip", "link", "set", cluster.switch_device, "mtu", mtu, "up"])
+        run_command(["tc", "qdisc", "add", "dev", cluster.switch_device, "root", *switch_qdisc])
     for leaf in range(cluster.leaves):
         _add_leaf(cluster, leaf, mtu)
     for index, node in enumerate(cluster.nodes):
         netns, link = cluster.netns(node), cluster.host_link(index)
         network = cluster.link_of(index)    # None where the cluster has no network, and then no shaper
-        _run(["ip", "netns", "add", netns])
+        run_command(["ip", "netns", "add", netns])
         if shaper == "wire":
-            _run(["ip", "netns", "add", netns + LINK_NETNS])
-            _run(["ip", "link", "add", link, "type", "veth", "peer", "name", UPLINK, "netns", netns + LINK_NETNS])
-            _run(["ip", "-n", netns + LINK_NETNS, "link", "set", UPLINK, "mtu", mtu, "up"])
+            run_command(["ip", "netns", "add", netns + LINK_NETNS])
+            run_command(["ip", "link", "add", link, "type", "veth", "peer", "name", UPLINK, "netns",
+                         netns + LINK_NETNS])
+            run_command(["ip", "-n", netns + LINK_NETNS, "link", "set", UPLINK, "mtu", mtu, "up"])
             _start_wire(cluster, node, index)    # makes eth0 in the link's namespace, then moved to the node
-            _run(["ip", "-n", netns + LINK_NETNS, "link", "set", "eth0", "netns", netns])
+            run_command(["ip", "-n", netns + LINK_NETNS, "link", "set", "eth0", "netns", netns])
         else:
-            _run(["ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", netns])
-        _run(["ip", "link", "set", link, "master", cluster.bridge_of(index), "mtu", mtu, "up"])
-        _run(["ip", "-n", netns, "link", "set", "lo", "up"])
-        _run(["ip", "-n", netns, "link", "set", "eth0", "mtu", mtu, "up"])
+            run_command(["ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", netns])
+        run_command(["ip", "link", "set", link, "master", cluster.bridge_of(index), "mtu", mtu, "up"])
+        run_command(["ip", "-n", netns, "link", "set", "lo", "up"])
+        run_command(["ip", "-n", netns, "link", "set", "eth0", "mtu", mtu, "up"])
         if shaper == "wire" and network is not None:   # its bursts no longer than the wire may pass whole
             segments = wire.burst_segments(netem.rate_bits_per_s(network["rate"]), int(mtu))
-            _run(["ip", "-n", netns, "link", "set", "eth0", "gso_max_segs", str(segments)])
-        _run(["ip", "-n", netns, "addr", "add", f"{node.address}/24", "dev", "eth0"])
+            run_command(["ip", "-n", netns, "link", "set", "eth0", "gso_max_segs", str(segments)])
+        run_command(["ip", "-n", netns, "addr", "add", f"{node.address}/24", "dev", "eth0"])
         link_qdisc = (netem.link_arguments(network, shaper)
                       if queueing and network is not None and shaper is not None else None)
         if link_qdisc:   # the link's one shaper, in the node, for what it sends and receives
-            _run(["ip", "-n", netns, "link", "add", LINK_SHAPER, "type", "ifb"])
-            _run(["ip", "-n", netns, "link", "set", LINK_SHAPER, "mtu", mtu, "up"])
-            _run(["tc", "-n", netns, "qdisc", "add", "dev", LINK_SHAPER, "root", *link_qdisc])
+            run_command(["ip", "-n", netns, "link", "add", LINK_SHAPER, "type", "ifb"])
+            run_command(["ip", "-n", netns, "link", "set", LINK_SHAPER, "mtu", mtu, "up"])
+            run_command(["tc", "-n", netns, "qdisc", "add", "dev", LINK_SHAPER, "root", *link_qdisc])
             _shape_through("eth0", ("egress", "ingress"), LINK_SHAPER, netns)
         if switch_qdisc:    # what the node sends enters the switch's one shaper
             _shape_through(link, ("ingress",), cluster.switch_device)
@@ -197,9 +198,9 @@ def _make_network(cluster: VirtualCluster) -> None:
 def _add_bridge(name: str, mtu: str) -> None:
     # Bridged frames skip the host's packet filter: a FORWARD policy of DROP (Docker's) would
     # otherwise drop traffic between nodes.
-    _run(["ip", "link", "add", name, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0",
+    run_command(["ip", "link", "add", name, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0",
           "nf_call_arptables", "0"])
-    _run(["ip", "link", "set", name, "mtu", mtu, "up"])
+    run_command(["ip", "link", "set", name, "mtu", mtu, "up"])
 
 
 def _add_leaf(cluster: VirtualCluster, leaf: int, mtu: str) -> None:
@@ -209,10 +210,10 @@ def _add_leaf(cluster: VirtualCluster, leaf: int, mtu: str) -> None:
     assert topology is not None     # leaves come with a topology
     _add_bridge(cluster.leaf_bridge(leaf), mtu)
     on_leaf, on_spine = cluster.uplink_ends(leaf)
-    _run(["ip", "link", "add", on_leaf, "type", "veth", "peer", "name", on_spine])
+    run_command(["ip", "link", "add", on_leaf, "type", "veth", "peer", "name", on_spine])
     for end, bridge in ((on_leaf, cluster.leaf_bridge(leaf)), (on_spine, cluster.bridge)):
-        _run(["ip", "link", "set", end, "master", bridge, "mtu", mtu, "up"])
-        _run(["tc", "qdisc", "add", "dev", end, "root", *netem.switch_arguments(topology["uplink"], int(mtu))])
+        run_command(["ip", "link", "set", end, "master", bridge, "mtu", mtu, "up"])
+        run_command(["tc", "qdisc", "add", "dev", end, "root", *netem.switch_arguments(topology["uplink"], int(mtu))])
 
 
 def _start_wire(cluster: VirtualCluster, node, index: int) -> None:
@@ -281,9 +282,9 @@ def _shape_through(device: str, hooks: tuple[str, ...], shaper: str, netns: str 
     """Every packet that passes `device` at `hooks` (egress, ingress) first waits in the queue of
     `shaper` (an ifb device, whose queueing discipline paces it), then goes on its way."""
     tc = ["tc", "-n", netns] if netns else ["tc"]
-    _run([*tc, "qdisc", "add", "dev", device, "clsact"])
+    run_command([*tc, "qdisc", "add", "dev", device, "clsact"])
     for hook in hooks:
-        _run([*tc, "filter", "add", "dev", device, hook, "protocol", "all", "u32", "match", "u32", "0", "0",
+        run_command([*tc, "filter", "add", "dev", device, hook, "protocol", "all", "u32", "match", "u32", "0", "0",
               "action", "mirred", "egress", "redirect", "dev", shaper])
 
 
@@ -294,13 +295,13 @@ def destroy(name: str) -> None:
     while (pids := processes_on(name)) and time.monotonic() < deadline:
         kill_all(pids)
         time.sleep(0.05)
-    for line in _run(["ip", "netns", "list"], check=False).stdout.splitlines():
+    for line in run_command(["ip", "netns", "list"], check=False).stdout.splitlines():
         if line.strip() and line.split()[0].startswith(name + "-"):
-            _run(["ip", "netns", "delete", line.split()[0]], check=False)
-    for line in _run(["ip", "-o", "link", "show"], check=False).stdout.splitlines():
+            run_command(["ip", "netns", "delete", line.split()[0]], check=False)
+    for line in run_command(["ip", "-o", "link", "show"], check=False).stdout.splitlines():
         link = line.split(":")[1].strip().split("@")[0] if line.count(":") >= 2 else ""
         if link.startswith(name):
-            _run(["ip", "link", "delete", link], check=False)
+            run_command(["ip", "link", "delete", link], check=False)
     root = cpuset_root()
     if root is not None and (root / name).is_dir():
         for cgroup in (root / name).iterdir():

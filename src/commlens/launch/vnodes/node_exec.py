@@ -11,7 +11,7 @@ import contextlib
 import os
 import shlex
 
-from commlens.launch.vnodes.cluster import VirtualCluster, _run, cpuset_root
+from commlens.launch.vnodes.cluster import VirtualCluster, run_command, cpuset_root
 
 
 def node_exec_script(cluster: VirtualCluster) -> str:
@@ -53,10 +53,10 @@ exec nsenter --net=/run/netns/{cluster.name}-$node unshare --uts --ipc --mount -
 def processes_on(name: str) -> set[int]:
     """Processes still on the cluster's nodes: in their network namespaces or cgroups."""
     pids: set[int] = set()
-    for line in _run(["ip", "netns", "list"], check=False).stdout.splitlines():
+    for line in run_command(["ip", "netns", "list"], check=False).stdout.splitlines():
         netns = line.split()[0] if line.strip() else ""
         if netns.startswith(name + "-"):
-            pids.update(int(p) for p in _run(["ip", "netns", "pids", netns], check=False).stdout.split())
+            pids.update(int(p) for p in run_command(["ip", "netns", "pids", netns], check=False).stdout.split())
     root = cpuset_root()
     if root is not None and (root / name).is_dir():
         for procs in (root / name).glob("*/cgroup.procs"):

@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 
-from commlens.report.methods.facts import NOT_RECORDED, _Facts
+from commlens.report.methods.facts import NOT_RECORDED, Facts
 
 
-def clock_sync_words(facts: _Facts, kernel: str) -> str:
+def clock_sync_words(facts: Facts, kernel: str) -> str:
     """"clocks synchronised to rank 0's ...": the recorded fits of `kernel`'s launches that gave data."""
     if "kernel_info" not in facts.ds:
         return f"clock synchronisation {NOT_RECORDED}"
@@ -30,7 +30,7 @@ def clock_sync_words(facts: _Facts, kernel: str) -> str:
             f"entered late are left out{_exit_skew_words(facts, kernel)}")
 
 
-def _exit_skew_words(facts: _Facts, kernel: str) -> str:
+def _exit_skew_words(facts: Facts, kernel: str) -> str:
     """How far apart the ranks left their windows, over the points the launches recorded it for."""
     if "exit_skew_s" not in facts.ds:
         return ""

@@ -8,10 +8,10 @@ import json
 
 import numpy as np
 
-from commlens.report.methods.facts import _Facts
+from commlens.report.methods.facts import Facts
 
 
-def standing_cost_words(facts: _Facts) -> str:
+def standing_cost_words(facts: Facts) -> str:
     """"With MPI up and nothing in flight, the computation ran at 0.46 of its rate before MPI started on
     row a, ...": rank 0's recorded rates over the launches that gave data; "" where none recorded them."""
     if "kernel_info" not in facts.ds:

@@ -1,4 +1,4 @@
-"""What the Methods section reads from a dataset (`_Facts`), and how it words values: durations,
+"""What the Methods section reads from a dataset (`Facts`), and how it words values: durations,
 spans, values grouped by the kernels that have them; what the dataset lacks is NOT_RECORDED."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import xarray as xr
 NOT_RECORDED = "not recorded"
 
 
-class _Facts:
+class Facts:
     """The dataset with its campaign configuration, read once, and lookups that say when it lacks one."""
 
     def __init__(self, ds: xr.Dataset):
@@ -54,7 +54,7 @@ class _Facts:
         return dict(zip((str(v) for v in self.ds[dim].values), self.ds[name].values.tolist()))
 
 
-def _grouped(values: dict[str, object], describe=str) -> str:
+def grouped(values: dict[str, object], describe=str) -> str:
     """'X for every kernel', or each value with the kernels that have it, the commonest last as 'the
     other N kernels'."""
     if not values:
@@ -68,18 +68,18 @@ def _grouped(values: dict[str, object], describe=str) -> str:
     ordered = sorted(by_value.items(), key=lambda item: len(item[1]))
     rest_value, rest = ordered.pop()
     listed = [f"{value} for {', '.join(kernels)}" for value, kernels in ordered]
-    return "; ".join(listed + [f"{rest_value} for the other {_count(len(rest), 'kernel')}"])
+    return "; ".join(listed + [f"{rest_value} for the other {count_of(len(rest), 'kernel')}"])
 
 
-def _count(n: int, noun: str) -> str:
+def count_of(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def _duration(seconds) -> str:
+def duration_words(seconds) -> str:
     return format_seconds(seconds) or NOT_RECORDED
 
 
-def _span(values, describe) -> str:
+def value_span(values, describe) -> str:
     """'a' or 'a to b' over the finite values; NOT_RECORDED when there are none."""
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]
@@ -89,9 +89,9 @@ def _span(values, describe) -> str:
     return low if low == high else f"{low} to {high}"
 
 
-def _over_launches(per_launch: np.ndarray, best: str) -> str:
+def over_launches(per_launch: np.ndarray, best: str) -> str:
     """How a per-launch record varied, after its best value: '' where not recorded."""
     if not per_launch.size:
         return ""
-    span = _span(per_launch, _duration)
+    span = value_span(per_launch, duration_words)
     return " in every launch" if span == best else f" at best, {span} over the launches"

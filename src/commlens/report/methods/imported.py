@@ -5,10 +5,10 @@ from which files and suite versions, and what their numbers are, as each launch 
 from __future__ import annotations
 
 from commlens.data.origins import curve_origins
-from commlens.report.methods.facts import NOT_RECORDED, _Facts
+from commlens.report.methods.facts import NOT_RECORDED, Facts
 
 
-def imported_paragraphs(facts: _Facts) -> tuple[list[str], list[str]]:
+def imported_paragraphs(facts: Facts) -> tuple[list[str], list[str]]:
     """(paragraphs, items): what holds for every imported row, then one item per imported curve;
     empty where the dataset has none."""
     origins = curve_origins(facts.ds)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from commlens.report.methods.facts import _count
+from commlens.report.methods.facts import count_of
 
 
 def samples_left_out_words(ours: xr.Dataset, measured: int) -> str:
@@ -24,7 +24,7 @@ def samples_left_out_words(ours: xr.Dataset, measured: int) -> str:
     of = "" if recorded.sum() == measured else f" (of the {int(recorded.sum())} whose launches recorded it)"
     if not restarted:
         return f" No sample was left out{of}: no point's samples started again."
-    return (f" The samples of {_count(restarted, 'measured point')}{of} started again after one lasted less than "
+    return (f" The samples of {count_of(restarted, 'measured point')}{of} started again after one lasted less than "
             "half the calibrated length (every calibration batch was slowed, as when another process holds a core "
-            f"throughout), and the harness left out the {_count(int(dropped[recorded].sum()), 'sample')} so taken "
+            f"throughout), and the harness left out the {count_of(int(dropped[recorded].sum()), 'sample')} so taken "
             "(`short_samples_dropped`).")

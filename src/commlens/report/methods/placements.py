@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 
 from commlens.analysis.topology import placement_lines
-from commlens.report.methods.facts import NOT_RECORDED, _Facts
+from commlens.report.methods.facts import NOT_RECORDED, Facts
 
 # What each way of emulating nodes on one host is (commlens.launch.plan), in the words a reader needs.
 EMULATIONS = {
@@ -25,7 +25,7 @@ EMULATIONS = {
 }
 
 
-def placements_section(facts: _Facts):
+def placements_section(facts: Facts):
     """(paragraphs, items): what the placements' emulations are, then one item per placement."""
     ds = facts.ds
     coords = {name: facts.coord(name, "placement") for name in
@@ -56,7 +56,7 @@ def placements_section(facts: _Facts):
     return paragraphs, items
 
 
-def _placement(facts: _Facts, placement: str, get: dict) -> list[str]:
+def _placement(facts: Facts, placement: str, get: dict) -> list[str]:
     parts = [f"{get['nodes']} node(s) x {get['ppn']} ranks per node" if get["nodes"] is not None
              else f"shape {NOT_RECORDED}"]
     transport, emulation = get["transport"], get["emulation"] or ""
@@ -195,7 +195,7 @@ def _planted(recorded) -> str:
     return f"; faults planted for validation: {', '.join(said)}" if said else ""
 
 
-def _ok_launches(facts: _Facts, name: str, placement: str):
+def _ok_launches(facts: Facts, name: str, placement: str):
     """(library, value) of every launch of the placement that gave data, for a per-launch record."""
     ds = facts.ds
     if name not in ds or "status" not in ds:
@@ -206,7 +206,7 @@ def _ok_launches(facts: _Facts, name: str, placement: str):
     return [(libraries[index[0]], str(values[index])) for index in zip(*np.nonzero(status == "ok"))]
 
 
-def _distinct(facts: _Facts, name: str, placement: str, separator: str = "") -> str:
+def _distinct(facts: Facts, name: str, placement: str, separator: str = "") -> str:
     """The distinct values a per-launch record took in a placement's launches that gave data."""
     launches = _ok_launches(facts, name, placement)
     values = Counter(value for _, value in launches or () if value)
@@ -218,7 +218,7 @@ def _distinct(facts: _Facts, name: str, placement: str, separator: str = "") -> 
     return ", ".join(f"{show(value)} ({n} launches)" for value, n in values.most_common())
 
 
-def _environment(facts: _Facts, placement: str) -> str:
+def _environment(facts: Facts, placement: str) -> str:
     """The variables commlens's launcher set, per library row where the rows differ: 'none' where it
     set none, NOT_RECORDED where the launches did not record it (older datasets)."""
     launches = _ok_launches(facts, "launch_env", placement)

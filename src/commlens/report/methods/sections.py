@@ -1,4 +1,4 @@
-"""The Methods section's sections, each stated from the dataset alone (`_Facts`): kernels and what
+"""The Methods section's sections, each stated from the dataset alone (`Facts`): kernels and what
 one sample is, the timer, the stopping rule, launches and their order, placements with binding and
 emulation, buffers and cache, intervals and verdicts, machine and software."""
 
@@ -18,8 +18,8 @@ from commlens.data.origins import imported_libraries
 from commlens.io.conventions import timestamps
 from commlens.report.methods.clocks import clock_sync_words
 from commlens.report.methods.computation import standing_cost_words
-from commlens.report.methods.facts import (NOT_RECORDED, _count, _duration, _Facts, _grouped, _over_launches,
-                                            _span)
+from commlens.report.methods.facts import (NOT_RECORDED, count_of, duration_words, Facts, grouped, over_launches,
+                                            value_span)
 from commlens.report.methods.imported import imported_paragraphs
 from commlens.report.methods.left_out import samples_left_out_words
 from commlens.report.methods.placements import placements_section
@@ -48,14 +48,14 @@ class Section(NamedTuple):
 
 def methods(ds: xr.Dataset) -> list[Section]:
     """The Methods section of `ds`'s report, as (heading, paragraphs, items) sections."""
-    facts = _Facts(ds)
+    facts = Facts(ds)
     imported, curves = imported_paragraphs(facts)
     return [_kernels(facts), _timer(facts), _stopping(facts), _launches(facts), _placements(facts),
             _buffers(facts), _statistics(facts), _environment(facts)] \
         + ([Section("Imported rows", imported, curves)] if imported else [])
 
 
-def _harness_note(facts: _Facts) -> str:
+def _harness_note(facts: Facts) -> str:
     from commlens.launch.provenance import source_hash
 
     recorded = facts.attr("kernel_source_hash")
@@ -70,7 +70,7 @@ def _harness_note(facts: _Facts) -> str:
 
 # ----------------------------------------------------------------------------- sections
 
-def _kernels(facts: _Facts) -> Section:
+def _kernels(facts: Facts) -> Section:
     ds = facts.ds
     iterations = ds["iters_per_sample"].where(facts.measured).values if "iters_per_sample" in ds else np.array([])
     paragraphs = [
@@ -80,7 +80,7 @@ def _kernels(facts: _Facts) -> Section:
         "holds (the messages of a window, for example); a kernel that times itself (its metric says how) gives "
         "its own time per unit instead. The iterations per sample were calibrated per point, before sampling, "
         "until two batches in a row lasted at least the minimum sample time (see Timer). Iterations per "
-        f"sample here: {_span(np.ravel(iterations), lambda v: f'{v:.0f}')} (the warm-up before each size: "
+        f"sample here: {value_span(np.ravel(iterations), lambda v: f'{v:.0f}')} (the warm-up before each size: "
         "see Timing mode, as the launches recorded it).",
         "Each kernel's metric, as the harness recorded it (what one sample's time means), and the sizes "
         "measured (bytes; MiB = 2^20 B):",
@@ -96,7 +96,7 @@ def _kernels(facts: _Facts) -> Section:
     return Section("Kernels and what one sample is", paragraphs, items)
 
 
-def _kernel_options(facts: _Facts, kernel: str) -> list[str]:
+def _kernel_options(facts: Facts, kernel: str) -> list[str]:
     found = []
     if "method" in kernel_options(facts.ds).get(kernel, ()):
         from commlens.report.analysis_table import ReportData
@@ -114,21 +114,21 @@ def _kernel_options(facts: _Facts, kernel: str) -> list[str]:
     return found
 
 
-def _timer(facts: _Facts) -> Section:
+def _timer(facts: Facts) -> Section:
     timers = {k: facts.option(k, "timer") for k in facts.kernels}
     resolution = facts.attr("timer_resolution_s")
     per_launch = facts.per_run("timer_resolution_s")
     overhead = facts.per_run("harness_overhead_s")
     asked = {k: facts.option(k, "min_sample_time") for k in facts.kernels}
     paragraphs = [
-        f"Timer: {_grouped(timers, lambda t: TIMER_NAMES.get(t, t))}. Its resolution (the smallest nonzero step "
-        f"it showed, measured by every launch before sampling): {_duration(resolution)}"
-        + _over_launches(per_launch, _duration(resolution)) + ".",
+        f"Timer: {grouped(timers, lambda t: TIMER_NAMES.get(t, t))}. Its resolution (the smallest nonzero step "
+        f"it showed, measured by every launch before sampling): {duration_words(resolution)}"
+        + over_launches(per_launch, duration_words(resolution)) + ".",
         f"Harness overhead (the median time of an empty timed region, measured by every launch): "
-        f"{_span(overhead, _duration)}. The harness does not subtract it from the samples. "
-        f"Minimum sample time asked for: {_grouped(asked, _duration)}; the harness raises it to 100 times the "
+        f"{value_span(overhead, duration_words)}. The harness does not subtract it from the samples. "
+        f"Minimum sample time asked for: {grouped(asked, duration_words)}; the harness raises it to 100 times the "
         "resolution and 100 times the overhead where those are larger. The sample length the calibration "
-        f"aimed at, over the launches: {_span(_calibration_targets(facts, asked), _duration)}.",
+        f"aimed at, over the launches: {value_span(_calibration_targets(facts, asked), duration_words)}.",
     ]
     if "subtracted_s" in facts.ds:
         corrected = int(np.isfinite(facts.ds["subtracted_s"].where(facts.measured)).sum())
@@ -142,7 +142,7 @@ def _timer(facts: _Facts) -> Section:
     return Section("Timer", paragraphs)
 
 
-def _calibration_targets(facts: _Facts, asked: dict[str, float | None]) -> np.ndarray:
+def _calibration_targets(facts: Facts, asked: dict[str, float | None]) -> np.ndarray:
     """Per launch that gave data, the sample length its calibration aimed at (kernels/harness/main.c:
     the largest of the minimum sample time, 100 x the resolution and 100 x the overhead)."""
     ds = facts.ds
@@ -155,7 +155,7 @@ def _calibration_targets(facts: _Facts, asked: dict[str, float | None]) -> np.nd
     return target.where(ds["status"] == "ok").values.ravel()
 
 
-def _stopping(facts: _Facts) -> Section:
+def _stopping(facts: Facts) -> Section:
     precision = facts.config.get("precision")
     # The rule is commlens's; imported rows (commlens.report.methods.imported) were taken by another suite.
     ours = facts.ds.drop_sel(library=imported_libraries(facts.ds))
@@ -167,7 +167,7 @@ def _stopping(facts: _Facts) -> Section:
         rule = (f"Each point (one size in one launch) was sampled until the relative standard error of its "
                 f"{_stopping_statistic(facts)} was at most {target} with at least "
                 f"{get['min_samples'] or NOT_RECORDED} samples, or until {get['max_samples'] or NOT_RECORDED} "
-                f"samples, or {_duration(get['max_point_time'])} spent on the point, whichever came first.")
+                f"samples, or {duration_words(get['max_point_time'])} spent on the point, whichever came first.")
     else:
         rule = f"Stopping rule and its target: {NOT_RECORDED}."
     if "settled" in ours and counts.size:
@@ -175,7 +175,7 @@ def _stopping(facts: _Facts) -> Section:
         rule += (f" {settled} of {counts.size} measured points reached the target; the others stopped at a cap "
                  "(their `settled` is false).")
     rule += samples_left_out_words(ours, counts.size)
-    spread = (f"Samples per point: {_span(counts, lambda n: f'{n:.0f}')} (median {np.median(counts):g})."
+    spread = (f"Samples per point: {value_span(counts, lambda n: f'{n:.0f}')} (median {np.median(counts):g})."
               if counts.size else "No point was measured.")
     return Section("Stopping rule", [_timing(facts), rule, spread])
 
@@ -189,7 +189,7 @@ RSE_OF = {
 }
 
 
-def _stopping_statistic(facts: _Facts) -> str:
+def _stopping_statistic(facts: Facts) -> str:
     """What the stopping rule's relative standard error was of, for every kernel alike or kernel by kernel,
     as the launches recorded it."""
     of = stopping_statistics(facts.ds)
@@ -205,16 +205,16 @@ OSU_TIMING = ("OSU's osu_latency times one loop of 10,000 iterations (1,000 abov
               "warm-up iterations and reports that loop's mean")
 
 
-def _timing(facts: _Facts) -> str:
+def _timing(facts: Facts) -> str:
     """How each kernel was timed, as its launches recorded it (the `timing` kernel coordinate)."""
     recorded = facts.coord("timing", "kernel")
     timings = {kernel: json.loads(recorded[kernel]) if recorded.get(kernel) else None for kernel in facts.kernels}
     if all(timing is None for timing in timings.values()):
         return f"Timing mode: {NOT_RECORDED} (the launches predate its record)."
-    text = f"Timing mode: {_grouped(timings, _describe_timing)}."
+    text = f"Timing mode: {grouped(timings, _describe_timing)}."
     modes = {timing["timing"] for timing in timings.values() if timing}
     overhead = facts.per_run("harness_overhead_s")
-    timer_cost = (f" (an empty timed region took {_span(overhead, _duration)} here, as each launch measured)"
+    timer_cost = (f" (an empty timed region took {value_span(overhead, duration_words)} here, as each launch measured)"
                   if overhead.size else "")
     if "precision" in modes:
         text += (f" {OSU_TIMING}, every iteration between two timer calls whose cost it includes{timer_cost}; the "
@@ -243,7 +243,7 @@ def _describe_timing(timing: dict) -> str:
     return f"precision ({timing.get('warmup', 0)} warm-up iterations, then {counted})"
 
 
-def _launches(facts: _Facts) -> Section:
+def _launches(facts: Facts) -> Section:
     ds, config = facts.ds, facts.config
     asked = config.get("launches")
     asked_text = (NOT_RECORDED if asked is None else
@@ -256,7 +256,7 @@ def _launches(facts: _Facts) -> Section:
         paragraphs[0] += (f" {statuses.get('ok', 0)} of {sum(statuses.values())} launches gave data"
                           + (f" ({others})." if others else "."))
     timeout = config.get("timeout")
-    paragraphs[0] += f" Time limit per launch: {_duration(timeout) if timeout is not None else NOT_RECORDED}."
+    paragraphs[0] += f" Time limit per launch: {duration_words(timeout) if timeout is not None else NOT_RECORDED}."
     retried = _retried_launches(ds)
     if retried:
         listed = "; ".join(retried[:RETRIES_LISTED]) + (f"; and {len(retried) - RETRIES_LISTED} more (the dataset's "
@@ -317,12 +317,12 @@ def _launches_out_of_order(ds: xr.Dataset) -> tuple[int, int] | None:
     return out_of_order, considered
 
 
-def _placements(facts: _Facts) -> Section:
+def _placements(facts: Facts) -> Section:
     paragraphs, items = placements_section(facts)
     return Section("Placements, binding and emulation", paragraphs, items)
 
 
-def _buffers(facts: _Facts) -> Section:
+def _buffers(facts: Facts) -> Section:
     from commlens.report.analysis_table import ReportData
 
     cache = {k: facts.option(k, "cache") for k in facts.kernels}
@@ -330,20 +330,20 @@ def _buffers(facts: _Facts) -> Section:
              "rotate": "rotate (NetPIPE's no-cache mode: iterations walk through buffers of at least twice the "
                        "last-level cache)"}
     option = {name: {k: facts.option(k, name) for k in facts.kernels} for name in ("align", "datatype", "integrity")}
-    paragraphs = [f"Cache mode: {_grouped(cache, lambda c: words.get(c, c))}.",
-                  f"Buffer alignment (offset from a page boundary): {_grouped(option['align'], lambda a: f'{a} B')}. "
-                  f"MPI datatype: {_grouped(option['datatype'])}. Every byte of every message checked (integrity): "
-                  f"{_grouped(option['integrity'], lambda checked: 'yes' if checked else 'no')}."]
+    paragraphs = [f"Cache mode: {grouped(cache, lambda c: words.get(c, c))}.",
+                  f"Buffer alignment (offset from a page boundary): {grouped(option['align'], lambda a: f'{a} B')}. "
+                  f"MPI datatype: {grouped(option['datatype'])}. Every byte of every message checked (integrity): "
+                  f"{grouped(option['integrity'], lambda checked: 'yes' if checked else 'no')}."]
     windowed = [k for k in facts.kernels if k in windowed_kernels(facts.ds)]
     if windowed:
         sizes = {k: facts.option(k, "window") for k in windowed}
-        windows = _grouped(sizes, lambda n: _count(n, "message"))
+        windows = grouped(sizes, lambda n: count_of(n, "message"))
         paragraphs.append(f"Windowed kernels' window (messages in flight per iteration): {windows}."
                           + ReportData(facts.ds).window_note(windowed))
     return Section("Buffers and cache", paragraphs)
 
 
-def _statistics(facts: _Facts) -> Section:
+def _statistics(facts: Facts) -> Section:
     from commlens.analysis.compare import ONE_LAUNCH_FACTOR, ONE_LAUNCH_FLOOR, compare
 
     ds = facts.ds
@@ -356,7 +356,7 @@ def _statistics(facts: _Facts) -> Section:
         "statistic is computed per launch, and a point's median, mean, P50, P90 and P99 are each the median over "
         "its launches of every launch's own value (its minimum the smallest of them). Curves draw that median, "
         "shaded with the 95% interval of the same median. "
-        + (f"Launches per point here: {_span(per_point, lambda n: f'{n:.0f}')}. " if per_point.size
+        + (f"Launches per point here: {value_span(per_point, lambda n: f'{n:.0f}')}. " if per_point.size
            else "No point was measured. ")
         + f"{_band(per_point)} Bandwidth is the bytes a unit moves "
         f"over that median, in MB/s (1e6 B/s), its interval from the median's; the bytes are the size times "
@@ -404,7 +404,7 @@ def _band(per_point: np.ndarray) -> str:
     return " ".join(([one] if (per_point == 1).any() else []) + ([several] if (per_point > 1).any() else []))
 
 
-def _bandwidth_factors(facts: _Facts) -> str:
+def _bandwidth_factors(facts: Facts) -> str:
     nprocs = facts.coord("nprocs", "placement")
     factors: dict[str, set] = {}
     measured = facts.measured.any(["library", "size", "launch"])
@@ -419,7 +419,7 @@ def _bandwidth_factors(facts: _Facts) -> str:
     return f"the kernel's factor ({listed}; 1 for the others), as each metric says"
 
 
-def _environment(facts: _Facts) -> Section:
+def _environment(facts: Facts) -> Section:
     paragraphs = [
         f"Hosts: {facts.text('hosts')}. CPU: {facts.text('cpu_model')}. OS: {facts.text('os')}.",
         f"Kernel compiler flags: {facts.text('compiler_flags')}. commlens version: "
