@@ -70,6 +70,7 @@ validate: $(READY)
 	$(BIN)/snakemake builds --configfile config/campaigns/quick.yaml --quiet
 	$(BIN)/python benchmarks/ground_truth.py
 	$(BIN)/python benchmarks/compare_validation.py
+	$(BIN)/python benchmarks/findings_validation.py
 	$(BIN)/python benchmarks/pair_faults.py
 	$(BIN)/python benchmarks/packet_model.py
 
