@@ -13,7 +13,7 @@ from commlens.analysis.models import fit_piecewise
 from commlens.data import synthetic as syn
 from commlens.data.samples import POINT_DIMS
 
-from test_models import HEAVY, match_breakpoints, switch_sweep, true_first_sizes
+from test_models import HEAVY, grid_index_error, match_breakpoints, switch_sweep, true_first_sizes
 
 CLEAN_GRIDS = {
     "powers": syn.powers_of_two(1, 4 * 2**20),
@@ -68,23 +68,48 @@ def test_no_findings_is_an_empty_table_with_the_columns():
 
 # --------------------------------------------------------------------------- protocol switches
 
+def jumps(truth, switch) -> float:
+    """How much the planted curve's time jumps at a switch, relative to its time just below it: a new
+    bandwidth from a size on moves the whole message to it, so a slope change alone jumps too."""
+    before = [s for s in truth.switches if s.size_bytes < switch.size_bytes]
+    latency = truth.latency_s + sum(s.latency_jump_s for s in before)
+    bandwidth = before[-1].bandwidth_Bps if before else truth.bandwidth_Bps
+    below = latency + switch.size_bytes / bandwidth
+    return abs(latency + switch.latency_jump_s + switch.size_bytes / switch.bandwidth_Bps - below) / below
+
+
 def test_protocol_switches_within_one_grid_step_with_recall_and_precision_over_90_percent():
-    true_total = hits_total = found_total = correct_total = 0
+    """Every breakpoint found within one grid step (recall and precision over 90%), and named for what it
+    is: a switch where the time jumps there, a regime change where only the bandwidth changes (a slope
+    change alone, the two lines meeting between two sizes, is no switch)."""
+    true_total = hits_total = found_total = correct_total = named = named_right = 0
     other_kinds = []
+    breakpoints = {"protocol_switch", "regime_change"}
     for _grid_name, _noise_level, truth, curve in switch_sweep():
         found = anomalies.detect(curve.sizes, curve.times)
-        switches = found[found["kind"] == "protocol_switch"]
-        other_kinds += sorted(set(found["kind"]) - {"protocol_switch"})
+        found_breaks = found[found["kind"].isin(breakpoints)]
+        other_kinds += sorted(set(found["kind"]) - breakpoints)
         truth_firsts = true_first_sizes(curve.sizes, truth)
-        hits, correct = match_breakpoints(curve.sizes, switches["size"].astype(int).tolist(), truth_firsts)
+        hits, correct = match_breakpoints(curve.sizes, found_breaks["size"].astype(int).tolist(), truth_firsts)
         true_total += len(truth_firsts)
-        found_total += len(switches)
+        found_total += len(found_breaks)
         hits_total += hits
         correct_total += correct
+        for switch in truth.switches:
+            first = int(curve.sizes[min(np.searchsorted(curve.sizes, switch.size_bytes), curve.sizes.size - 1)])
+            if first not in truth_firsts:
+                continue
+            expected = "protocol_switch" if jumps(truth, switch) >= anomalies.PRACTICAL["protocol_switch"] else \
+                "regime_change"
+            at = [row.kind for row in found_breaks.itertuples() if grid_index_error(curve.sizes, row.size, first) <= 1]
+            if at:
+                named += 1
+                named_right += at[0] == expected
     recall, precision = hits_total / true_total, correct_total / found_total
-    print(f"protocol_switch: recall {recall:.3f} ({hits_total}/{true_total}), "
-          f"precision {precision:.3f} ({correct_total}/{found_total})")
+    print(f"breakpoints: recall {recall:.3f} ({hits_total}/{true_total}), precision {precision:.3f} "
+          f"({correct_total}/{found_total}); named for what they are: {named_right}/{named}")
     assert recall >= 0.9 and precision >= 0.9
+    assert named_right >= 0.9 * named
     assert other_kinds == []
 
 

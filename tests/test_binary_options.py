@@ -90,12 +90,13 @@ def test_the_default_timing_prints_medians_and_json_only_on_request(workspace, b
 
     proc = run_kernels(workspace, LIBRARIES[1], "pingpong.send", "--sizes", "8", "-i", "100", "--json")
     records = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert [r["record"] for r in records] == ["run", "point", "end"] and records[0]["args"]["timing"] == "precision"
+    assert [r["record"] for r in records] == ["run", "mpi_t", "point", "end"]
+    assert records[0]["args"]["timing"] == "precision"
     assert "pingpong.send 8 B: median " in proc.stderr and " us, min " in proc.stderr
 
     out = tmp_path / "run.jsonl"
     proc = run_kernels(workspace, LIBRARIES[1], "pingpong.send", "--sizes", "8", "-i", "100", "-o", str(out))
-    assert proc.stdout == "" and len(out.read_text().splitlines()) == 3
+    assert proc.stdout == "" and len(out.read_text().splitlines()) == 4
 
 
 def test_every_cell_of_the_default_table_is_one_word_for_awk(workspace, built):
@@ -143,7 +144,7 @@ def test_osu_timing_records_every_iteration_and_reports_their_mean(workspace, bu
     for kernel, size, unit in (("pingpong.send", 8, "us"), ("stream.uni", 2**16, "MB/s")):
         proc = run_kernels(workspace, library, kernel, "--sizes", str(size), "--osu", "-i", "30", "-x", "3", "--json")
         assert proc.returncode == 0, proc.stderr
-        run, point, _ = [json.loads(line) for line in proc.stdout.splitlines()]
+        run, _, point, _ = [json.loads(line) for line in proc.stdout.splitlines()]   # run, mpi_t, point, end
         assert run["args"]["timing"] == "osu" and run["args"]["iterations"] == run["args"]["iterations_large"] == 30
         assert run["args"]["warmup"] == 3 and run["args"]["large_above"] == 8192
         assert point["iters_per_sample"] == 1 and len(point["samples"]) == 30

@@ -73,7 +73,10 @@ def profile_run(workspace, cluster, campaign_file, target) -> list[str]:
 def schema(ds) -> dict:
     """Everything about a dataset's layout, none of its measurements."""
     return {
-        "dims": dict(ds.sizes) | {"sample": None},   # samples per point vary from run to run
+        # How long these axes are is what was measured: the samples a point took, the hosts the launches ran
+        # on (Slurm's nodes or this host's virtual ones), the library's control variables and those that
+        # differed between its launches (Open MPI opens other components on other hosts).
+        "dims": dict(ds.sizes) | {axis: None for axis in ("sample", "host", "cvar", "cvar_varying")},
         "coords": {name: (ds[name].dims, ds[name].dtype.kind) for name in ds.coords},
         "data_vars": {name: (ds[name].dims, ds[name].dtype.kind) for name in ds.data_vars},
         "labels": {dim: list(ds[dim].values) for dim in ("library", "placement", "kernel", "size", "launch")},

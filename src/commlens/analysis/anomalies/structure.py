@@ -81,6 +81,6 @@ def fit_structural_model(curve: Curve, threshold, max_segments, min_segment_size
     structure = _fit_structure(x, y, sigma, packets, height, threshold, max_segments, min_segment_sizes)
     staircase = structure.step_height_s * packets
     rows = [packet_row(x, steps, structure.step_height_s)] if steps else []
-    rows += switch_rows(x, y - staircase, structure.weights, structure.runs, structure.scores)
+    rows += switch_rows(x, y - staircase, structure.weights, structure.runs, structure.scores, structure.dispersion)
     model = predict_segments(x, y - staircase, structure.weights, structure.runs) + staircase
     return StructuralModel(rows, model, sigma, structure.dispersion)
