@@ -2,7 +2,6 @@
 library, datasets in the campaign schema, the same latency as the binary, and a clean stop."""
 
 import os
-import re
 import subprocess
 import sys
 import time
@@ -201,32 +200,3 @@ def test_the_workspace_is_found_from_notebooks_as_datasets_are(tmp_path, monkeyp
                                                 r"no-such-mpi \(tried build/envs/no-such-mpi/library.json, "
                                                 + str(checkout.resolve())):
         find_workspace(".", "no-such-mpi")
-
-
-def test_interactive_notebook_runs_top_to_bottom(workspace, tiny_campaign, tmp_path):
-    """notebooks/05-interactive against the tiny campaign, run where JupyterLab runs it (notebooks/):
-    engines, %%px, a live sweep with its progress bar, the comparison, and a stop that leaves the
-    engines' logs in their file, not in the notebook."""
-    import json
-
-    import papermill
-
-    from conftest import REPO
-
-    executed = tmp_path / "05-interactive.ipynb"
-    papermill.execute_notebook(str(REPO / "notebooks" / "05-interactive.ipynb"), str(executed),
-                               parameters={"dataset": str(workspace / "results" / "tiny" / "tiny.nc"),
-                                           "workspace": str(workspace), "max_size": "4Ki"},
-                               cwd=str(REPO / "notebooks"), progress_bar=False)
-    def text_of(output) -> str:          # streams carry `text`; %%px output is display data
-        text = output.get("text", output.get("data", {}).get("text/plain", ""))
-        return text if isinstance(text, str) else "".join(text)
-
-    text = "".join(text_of(output) for cell in json.loads(executed.read_text())["cells"]
-                   for output in cell.get("outputs", []))
-    assert "rank 1 of 2" in text and "MPICH Version" in text   # %%px reached every engine
-    assert "comparison skipped" not in text and "mpich-5.0.2 (interactive)" in text
-    assert "IProgress not found" not in text                   # ipywidgets draws tqdm's bar
-    assert "Output for ipengine" not in text and "[IPEngine" not in text
-    log = Path(re.search(r"engine logs: (\S+)", text).group(1))
-    assert log.is_relative_to(workspace / "results" / "interactive") and "IPEngine" in log.read_text()

@@ -11,6 +11,7 @@ before its kernel whether or not every cell ran (a kernel stopped at once has no
 import base64
 import re
 import struct
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -122,12 +123,16 @@ def assert_every_figure_shown(name: str, notebook, page: str, headings: list[str
                 live[heading] = shown.get(heading, "")
     alone = [heading for heading, html in live.items() if not figures(html)]
     assert not alone, f"{name}: a live figure and no image of it under {alone}"
-    # No table wider than WIDEST columns.
+    # No table wider than WIDEST columns; every table reads as the report's do: no exponents, no
+    # infinities, no dims expanded into rows.
     for table in re.findall(r"<table.*?</table>", page, flags=re.DOTALL):
         header = re.search(r"<tr.*?</tr>", table, flags=re.DOTALL).group()
         names = [_text(cell) for cell in re.findall(r"<th.*?</th>", header, flags=re.DOTALL)]
         columns = len(names) - (names[:1] == [""])     # pandas's index column has no name
         assert columns <= WIDEST, f"{name}: a table of {columns} columns: {names}"
+        cells = [_text(cell) for cell in re.findall(r"<td.*?</td>", table, flags=re.DOTALL)]
+        assert not [c for c in cells if re.search(r"\d[eE][+-]\d", c) or c in ("inf", "-inf", "nan")], (name, cells)
+        assert "<th>quantile</th>" not in table and "<th>bound</th>" not in table and "n_segments" not in table
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
@@ -141,9 +146,23 @@ def test_the_html_export_shows_every_figure(results, name, monkeypatch):
 
 @pytest.mark.mpi
 def test_the_interactive_notebooks_html_export_shows_every_figure(workspace, tiny_campaign):
-    """05-interactive on MPI engines against the tiny campaign (as tests/test_interactive.py runs it): the
-    sweep's live figure is drawn again as an image once the sweep ends, and the comparison is one."""
+    """05-interactive on MPI engines against the tiny campaign, run where JupyterLab runs it (notebooks/):
+    engines, %%px, a live sweep with its progress bar, the comparison, and a stop that leaves the engines'
+    logs in their file, not in the notebook; the sweep's live figure is drawn again as an image once the
+    sweep ends, and the comparison is one."""
     parameters = (f"dataset = {str(workspace / 'results' / 'tiny' / 'tiny.nc')!r}\n"
                   f"workspace = {str(workspace)!r}\nmax_size = '4Ki'")
     notebook, page = exported("05-interactive", parameters, teardown=STOP_ENGINES)
     assert_every_figure_shown("05-interactive", notebook, page, INTERACTIVE_FIGURES)
+
+    def text_of(output) -> str:          # streams carry `text`; %%px output is display data
+        text = output.get("text", output.get("data", {}).get("text/plain", ""))
+        return text if isinstance(text, str) else "".join(text)
+
+    text = "".join(text_of(output) for cell in notebook.cells for output in cell.get("outputs", []))
+    assert "rank 1 of 2" in text and "MPICH Version" in text   # %%px reached every engine
+    assert "comparison skipped" not in text and "mpich-5.0.2 (interactive)" in text
+    assert "IProgress not found" not in text                   # ipywidgets draws tqdm's bar
+    assert "Output for ipengine" not in text and "[IPEngine" not in text
+    log = Path(re.search(r"engine logs: (\S+)", text).group(1))
+    assert log.is_relative_to(workspace / "results" / "interactive") and "IPEngine" in log.read_text()

@@ -6,7 +6,6 @@ in which no launch gave data gets a report that says which rows gave none and wh
 import contextlib
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -14,7 +13,6 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import holoviews as hv
-import papermill
 import pytest
 from PIL import Image
 
@@ -25,36 +23,8 @@ from commlens.report import ReportData, Skipped, all_figures, write_report
 from commlens.report.backends import build_with
 from commlens.report.figures import regime_lines
 from commlens.report.plotting import FIT_LABEL
-from commlens.report.notebook import KERNEL_SHUTDOWN
 
 from conftest import LIBRARIES, REPO, launch
-
-# 04-report is run by the workflow's report rule on every campaign; the tiny one's run is checked below.
-NOTEBOOKS = ("01-explore", "02-models", "03-anomalies", "06-compare")
-
-
-@pytest.mark.mpi
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_top_to_bottom(tiny, tmp_path, name, monkeypatch):
-    """As JupyterLab runs it: the kernel starts in notebooks/, and the dataset is named as the
-    notebooks name theirs, results/<campaign>/<campaign>.nc (here kept under $COMMLENS_RESULTS)."""
-    monkeypatch.setenv("COMMLENS_RESULTS", str(tiny.parent))
-    executed = papermill.execute_notebook(str(REPO / "notebooks" / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
-                                          parameters={"dataset": "results/tiny/tiny.nc"}, cwd=str(REPO / "notebooks"),
-                                          progress_bar=False, shutdown_kernel=KERNEL_SHUTDOWN)
-    assert_tables_read_as_the_reports(executed)
-
-
-def assert_tables_read_as_the_reports(executed) -> None:
-    """Every table an executed notebook shows reads as the report's do: no exponents, no infinities, no
-    dims expanded into rows."""
-    tables = [output["data"]["text/html"] for cell in executed["cells"] for output in cell.get("outputs", [])
-              if "<table" in "".join(output.get("data", {}).get("text/html", ""))]
-    for table in map("".join, tables):
-        cells = re.findall(r"<td>([^<]*)</td>", table)
-        assert not [c for c in cells if re.search(r"\d[eE][+-]\d", c) or c.strip() in ("inf", "-inf", "nan")], cells
-        assert "<th>quantile</th>" not in table and "<th>bound</th>" not in table and "n_segments" not in table
-
 
 def test_bandwidth_captions_say_how_the_window_was_posted():
     from commlens.data import synthetic as syn
