@@ -364,7 +364,8 @@ def explain_findings(ds: xr.Dataset, findings: pd.DataFrame) -> pd.DataFrame:
                 for kernel in ds["kernel"].values:
                     curve = measured.sel(library=library, placement=placement, kernel=kernel).values
                     sizes_of[str(library), str(placement), str(kernel)] = ds["size"].values[curve]
-    cache = {}
+    cache: dict[tuple, dict[str, str]] = {}
+    set_by_of: dict[str, dict[str, str]] = {}
     for index, finding in table.iterrows():
         if finding["kind"] not in EXPLAINED_KINDS:
             continue
@@ -375,11 +376,15 @@ def explain_findings(ds: xr.Dataset, findings: pd.DataFrame) -> pd.DataFrame:
         if not cache[key[:2]]:
             continue
         candidates = size_valued(cache[key[:2]], float(np.min(grid)), float(np.max(grid))) if len(grid) else {}
+        # A setting the row's environment set comes first, said so: several of a library's defaults may be
+        # the same number (Open MPI's transports default to 8 KiB limits), and the one set is the row's own.
+        set_by = set_by_of.setdefault(key[0], _set_by(ds, key[0]))
         matched = sorted(((cvar, value) for cvar, value in candidates.items() if near(value, finding, grid)),
-                         key=lambda item: (abs(item[1] - float(finding["size"])), item[0]))
+                         key=lambda item: (item[0] not in set_by, abs(item[1] - float(finding["size"])), item[0]))
         where = format_exact_size(finding["size"])
         if matched:
-            said = ", ".join(f"{cvar} = {value}" for cvar, value in matched)
+            said = ", ".join(f"{cvar} = {value}" + (f" (set by {set_by[cvar]})" if cvar in set_by else "")
+                             for cvar, value in matched)
             table.at[index, "settings"], table.at[index, "explanation"] = said, f"at {where}: {said}"
         else:
             table.at[index, "explanation"] = UNEXPLAINED
