@@ -155,4 +155,4 @@ def _describe_bisection(record: Bisection) -> str:
         steps.append(f"{step.release} {step.outcome}{measured}")
     return (f"Which release: commlens bisect from {record.baseline} to {record.candidate}, watching "
             f"{', '.join(record.cells)}, {record.launches} launches a side per step: {record.summary}. "
-            f"Steps: {'; '.join(steps)}." + "".join(f" {line}." for line in record.settings))
+            f"Steps: {'; '.join(steps)}." + "".join(f" {line.rstrip('.')}." for line in record.settings))

@@ -130,7 +130,7 @@ def _comparisons_html(sections: list[ComparisonSection], skipped: list[Skipped],
         parts.append(f"<h4 id='{table.name}'>{html.escape(table.title)}</h4>{body}"
                      f"<p class='caption'>{html.escape(comparison.statement)}</p>")
         parts += [f"<p class='cause'>{html.escape(line)}</p>" for line in comparison.causes]
-        parts += [f"<p class='cause'>Settings: {html.escape(line)}.</p>" for line in comparison.settings]
+        parts += [f"<p class='cause'>Settings: {html.escape(line.rstrip('.'))}.</p>" for line in comparison.settings]
     parts += [f"<p class='skipped'><b>{html.escape(s.title)}</b>: not compared, {html.escape(s.reason)}</p>"
               for s in skipped]
     return "".join(parts)
